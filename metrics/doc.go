@@ -1,0 +1,3 @@
+// Package metrics defines shardnet's Prometheus metrics and its
+// OpenTelemetry tracing setup.
+package metrics

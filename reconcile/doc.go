@@ -1,0 +1,2 @@
+// Package reconcile holds the pod and subnet reconcilers.
+package reconcile
