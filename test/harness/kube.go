@@ -1,0 +1,268 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+)
+
+// AdminToken is the bearer token of the harness's cluster admin (a member
+// of system:masters).
+const AdminToken = "shardnet-harness-admin-token"
+
+// Kube is a running etcd and kube-apiserver on loopback.
+type Kube struct {
+	// Config is the cluster admin's client config, with QPS and Burst high
+	// enough that client-side rate limiting does not hide server speed.
+	Config *rest.Config
+	// Client is a typed client for the built-in API.
+	Client kubernetes.Interface
+	// Shardnet is a typed client for kubeovn.io and shardnet.io.
+	Shardnet versioned.Interface
+	// Kubeconfig is the path of a kubeconfig file for the admin.
+	Kubeconfig string
+	// URL is the API server's https address.
+	URL string
+	// Dir holds the servers' data, certificates and logs.
+	Dir string
+
+	etcd, apiserver *Process
+}
+
+// StartKube starts etcd and kube-apiserver, waits until the API server is
+// ready, and installs shardnet's CRDs (deploy/crds), waiting until they are
+// Established. Both servers are stopped at cleanup.
+func StartKube(t TB) *Kube {
+	t.Helper()
+	etcdBin := testBinary(t, "etcd")
+	apiserverBin := testBinary(t, "kube-apiserver")
+	k := &Kube{Dir: t.TempDir()}
+
+	etcdURL := k.startEtcd(t, etcdBin)
+	k.startAPIServer(t, apiserverBin, etcdURL)
+	k.InstallCRDs(t, filepath.Join(repoRoot(t), "deploy", "crds"))
+	return k
+}
+
+func (k *Kube) startEtcd(t TB, bin string) string {
+	t.Helper()
+	dir := filepath.Join(k.Dir, "etcd")
+	for attempt := 0; ; attempt++ {
+		client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		k.etcd = newProcess("etcd", filepath.Join(k.Dir, "etcd.log"), nil, bin,
+			"--name=harness",
+			"--data-dir="+dir,
+			"--listen-client-urls="+client,
+			"--advertise-client-urls="+client,
+			"--listen-peer-urls="+peer,
+			"--initial-advertise-peer-urls="+peer,
+			"--initial-cluster=harness="+peer,
+			"--unsafe-no-fsync",
+			"--quota-backend-bytes=8589934592",
+			"--log-level=warn")
+		k.etcd.start(t)
+		err := waitHTTP(k.etcd, client+"/health", "", 20*time.Second)
+		if err == nil {
+			t.Cleanup(k.etcd.Stop)
+			return client
+		}
+		k.etcd.Kill()
+		if attempt >= 2 {
+			t.Fatalf("harness: etcd not healthy: %v\n%s", err, k.etcd.tail())
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+func (k *Kube) startAPIServer(t TB, bin, etcdURL string) {
+	t.Helper()
+	certDir := filepath.Join(k.Dir, "certs")
+	if err := os.MkdirAll(certDir, 0o755); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	saKey := filepath.Join(k.Dir, "sa.key")
+	writeServiceAccountKey(t, saKey)
+	tokens := filepath.Join(k.Dir, "tokens.csv")
+	mustWrite(t, tokens, []byte(AdminToken+",harness-admin,harness-admin-uid,system:masters\n"), 0o600)
+
+	for attempt := 0; ; attempt++ {
+		port := freePort(t)
+		k.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
+		k.apiserver = newProcess("kube-apiserver", filepath.Join(k.Dir, "kube-apiserver.log"), nil, bin,
+			"--etcd-servers="+etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", port),
+			"--cert-dir="+certDir,
+			"--token-auth-file="+tokens,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file="+saKey,
+			"--service-account-signing-key-file="+saKey,
+			// An address range for Service objects only: nothing is sent
+			// to it, no service proxy runs.
+			"--service-cluster-ip-range=10.96.0.0/16",
+			"--endpoint-reconciler-type=none",
+			// No controller-manager creates default ServiceAccounts, so
+			// the admission plugin that requires them is off.
+			"--disable-admission-plugins=ServiceAccount",
+			"--allow-privileged=true",
+			"--max-requests-inflight=1600",
+			"--max-mutating-requests-inflight=800",
+			"--profiling=false",
+			"--v=0")
+		k.apiserver.start(t)
+		err := waitHTTP(k.apiserver, k.URL+"/readyz", AdminToken, 60*time.Second)
+		if err == nil {
+			t.Cleanup(k.apiserver.Stop)
+			break
+		}
+		k.apiserver.Kill()
+		if attempt >= 2 {
+			t.Fatalf("harness: kube-apiserver not ready: %v\n%s", err, k.apiserver.tail())
+		}
+	}
+
+	caFile := filepath.Join(certDir, "apiserver.crt")
+	k.Config = &rest.Config{
+		Host:            k.URL,
+		BearerToken:     AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile},
+		QPS:             5000,
+		Burst:           10000,
+	}
+	k.Client = kubernetes.NewForConfigOrDie(k.Config)
+	k.Shardnet = versioned.NewForConfigOrDie(k.Config)
+	k.Kubeconfig = filepath.Join(k.Dir, "kubeconfig")
+	writeKubeconfig(t, k.Kubeconfig, k.URL, caFile, AdminToken)
+}
+
+// Stop stops the API server and etcd (before cleanup would).
+func (k *Kube) Stop() {
+	k.apiserver.Stop()
+	k.etcd.Stop()
+}
+
+// InstallCRDs creates every CustomResourceDefinition in dir (YAML files) and
+// waits until each is Established.
+func (k *Kube) InstallCRDs(t TB, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("harness: no CRD manifests in %s (run `make generate`): %v", dir, err)
+	}
+	cs := apiextensions.NewForConfigOrDie(k.Config)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var names []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("harness: %v", err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			t.Fatalf("harness: parsing %s: %v", f, err)
+		}
+		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("harness: creating CRD %s: %v", crd.Name, err)
+		}
+		names = append(names, crd.Name)
+	}
+	for _, name := range names {
+		waitFor(t, nil, 60*time.Second, func(ctx context.Context) error {
+			crd, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return nil
+				}
+			}
+			return fmt.Errorf("CRD %s not Established yet", name)
+		})
+	}
+	// Discovery of the new groups lags Established by a moment: wait until
+	// the typed client can list each group.
+	waitFor(t, nil, 60*time.Second, func(ctx context.Context) error {
+		if _, err := k.Shardnet.KubeovnV1().Subnets().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+		_, err := k.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+}
+
+func writeServiceAccountKey(t TB, path string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatalf("harness: generating service-account key: %v", err)
+	}
+	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	mustWrite(t, path, b, 0o600)
+}
+
+func writeKubeconfig(t TB, path, server, caFile, token string) {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["harness"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["harness"] = &clientcmdapi.Context{Cluster: "harness", AuthInfo: "admin"}
+	cfg.CurrentContext = "harness"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("harness: writing kubeconfig: %v", err)
+	}
+}
+
+// waitHTTP polls url until it answers 200. The API server's certificate is
+// not known before it starts, so readiness is checked without verifying it;
+// clients built from Config verify it.
+func waitHTTP(p *Process, url, token string, timeout time.Duration) error {
+	tr := &http.Transport{TLSClientConfig: insecureTLS()}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if !p.Running() {
+			return fmt.Errorf("%s exited", p.Name)
+		}
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %s: %v", timeout, last)
+}
