@@ -1,0 +1,41 @@
+package app
+
+import (
+	"fmt"
+	"io"
+)
+
+// Version is set at build time with -ldflags "-X ...app.Version=...".
+var Version = "dev"
+
+// Main runs the subcommand named by args[0] and returns the process exit
+// code: 0 on success, 1 when the command failed, 2 for a usage error.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version":
+		fmt.Fprintln(stdout, "shardnet", Version)
+		return 0
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "shardnet: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: shardnet <command> [flags]
+
+commands:
+  demo        run the local end-to-end demo
+  version     print the version
+`)
+}
