@@ -1,0 +1,144 @@
+package ipam
+
+import (
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	listers "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+)
+
+// Restore marks in s the address (and records the static MAC) of every
+// claim that names s, so that a new Subnet, after a restart or a shard
+// takeover, starts from the claimed set. Claims of other subnets are
+// skipped; it returns how many claims were applied and the names of
+// claims it could not read (bad address, address outside the subnet).
+func (s *Subnet) Restore(claims []*v1alpha1.AddressClaim) (applied int, bad []string) {
+	for _, c := range claims {
+		if c.Spec.Subnet != s.name {
+			continue
+		}
+		if s.apply(c) {
+			applied++
+		} else {
+			bad = append(bad, c.Name)
+		}
+	}
+	return applied, bad
+}
+
+// apply marks one claim of s.
+func (s *Subnet) apply(c *v1alpha1.AddressClaim) bool {
+	a, err := netip.ParseAddr(c.Spec.Address)
+	if err != nil || !s.Mark(a) {
+		return false
+	}
+	if m, err := ParseMAC(c.Spec.MAC); err == nil {
+		s.recordMAC(m, OwnerKey(c.Spec.Owner))
+	}
+	return true
+}
+
+// forget undoes apply for a claim that was deleted.
+func (s *Subnet) forget(c *v1alpha1.AddressClaim) {
+	a, err := netip.ParseAddr(c.Spec.Address)
+	if err != nil {
+		return
+	}
+	a = a.Unmap()
+	s.Release(Addresses{V4: ifv(a.Is4(), a), V6: ifv(a.Is6(), a)})
+	if m, err := ParseMAC(c.Spec.MAC); err == nil {
+		s.ReleaseMAC(m, OwnerKey(c.Spec.Owner))
+	}
+}
+
+// recordMAC notes a MAC found in a claim, when it is one the table keeps
+// (not unique by construction). The first holder seen keeps it.
+func (s *Subnet) recordMAC(m MAC, ownerKey string) {
+	if m[0] == macPrefix && (m[1] == macFromV4 || m[1] == macFromV6Offset) {
+		return
+	}
+	s.macs.mu.Lock()
+	defer s.macs.mu.Unlock()
+	if s.macs.owner == nil {
+		s.macs.owner = make(map[MAC]string)
+	}
+	if _, ok := s.macs.owner[m]; !ok {
+		s.macs.owner[m] = ownerKey
+	}
+}
+
+// Track makes s the tracked subnet of its name, replacing any earlier one,
+// and restores it from the claims in lister (an AddressClaim informer's).
+// From then on EventHandler keeps s in step with claims made and deleted
+// elsewhere. Track before allocating from s.
+//
+// s is registered before the list is read, so an event between the two is
+// applied to s as well. A claim deleted while the list is being applied
+// may leave its bit set (an address lost until the next restore, never
+// one given twice).
+func (c *Claims) Track(s *Subnet, lister listers.AddressClaimLister) (int, error) {
+	c.mu.Lock()
+	c.subnets[s.name] = s
+	c.mu.Unlock()
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelSubnet: SubnetLabelValue(s.name)})
+	claims, err := lister.List(sel)
+	if err != nil {
+		return 0, fmt.Errorf("listing claims of subnet %s: %w", s.name, err)
+	}
+	n, bad := s.Restore(claims)
+	if len(bad) > 0 {
+		return n, fmt.Errorf("subnet %s: %d unreadable claims (first %s): %w", s.name, len(bad), bad[0], ErrInvalid)
+	}
+	return n, nil
+}
+
+// Untrack stops following claims for the named subnet.
+func (c *Claims) Untrack(name string) {
+	c.mu.Lock()
+	delete(c.subnets, name)
+	c.mu.Unlock()
+}
+
+// Tracked is the subnet tracked under name.
+func (c *Claims) Tracked(name string) (*Subnet, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.subnets[name]
+	return s, ok
+}
+
+// EventHandler is the handler to add to the AddressClaim informer: it
+// marks a claim's address in its tracked subnet when the claim appears and
+// frees it when the claim goes. The bitmap is a cache of the claims, so a
+// late event can only cost a wasted create (AlreadyExists) or leave an
+// address unused for a while; it cannot give an address twice.
+func (c *Claims) EventHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onClaim(obj, true) },
+		UpdateFunc: func(_, obj any) { c.onClaim(obj, true) },
+		DeleteFunc: func(obj any) { c.onClaim(obj, false) },
+	}
+}
+
+func (c *Claims) onClaim(obj any, present bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	claim, ok := obj.(*v1alpha1.AddressClaim)
+	if !ok {
+		return
+	}
+	s, ok := c.Tracked(claim.Spec.Subnet)
+	if !ok {
+		return
+	}
+	if present {
+		s.apply(claim)
+	} else {
+		s.forget(claim)
+	}
+}
