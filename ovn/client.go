@@ -1,0 +1,419 @@
+package ovn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/shardnet/shardnet/ovn/nbdb"
+)
+
+// Config configures a Client. Zero durations take the documented defaults.
+type Config struct {
+	// Endpoints are OVSDB remotes ("tcp:HOST:PORT", "ssl:HOST:PORT",
+	// "unix:PATH"), one per member of a RAFT cluster. Required.
+	Endpoints []string
+	// TLS is required when any endpoint is "ssl:".
+	TLS *tls.Config
+	// LeaderOnly makes the client connect only to the cluster leader and
+	// reconnect when that member loses leadership. Writes to a follower
+	// are forwarded by ovsdb-server anyway, but reads from a follower's
+	// cache can lag, so a writer of a clustered database should set it.
+	LeaderOnly bool
+	// ConnectTimeout bounds each connection attempt (default 5s).
+	ConnectTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay between reconnection
+	// attempts (defaults 100ms and 5s). The client never stops retrying.
+	MinBackoff, MaxBackoff time.Duration
+	// InactivityProbe sends an echo after this much silence from the
+	// server and reconnects if it is not answered within the same time
+	// (default 15s, negative disables). It must exceed ConnectTimeout.
+	InactivityProbe time.Duration
+	// Logger receives libovsdb's connection logs. The zero value discards.
+	Logger logr.Logger
+}
+
+func (cfg *Config) setDefaults() {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.InactivityProbe == 0 {
+		cfg.InactivityProbe = 15 * time.Second
+	}
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = logr.Discard()
+	}
+}
+
+func (cfg *Config) validate() error {
+	if len(cfg.Endpoints) == 0 {
+		return errors.New("no endpoints")
+	}
+	for _, ep := range cfg.Endpoints {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", ep, err)
+		}
+		switch u.Scheme {
+		case client.TCP:
+			if u.Opaque == "" {
+				return fmt.Errorf("endpoint %q: want tcp:HOST:PORT", ep)
+			}
+		case client.SSL:
+			if u.Opaque == "" {
+				return fmt.Errorf("endpoint %q: want ssl:HOST:PORT", ep)
+			}
+			if cfg.TLS == nil {
+				return fmt.Errorf("endpoint %q: ssl needs a TLS config", ep)
+			}
+		case client.UNIX:
+			if u.Path == "" && u.Opaque == "" {
+				return fmt.Errorf("endpoint %q: want unix:PATH", ep)
+			}
+		default:
+			return fmt.Errorf("endpoint %q: scheme must be tcp, ssl or unix", ep)
+		}
+	}
+	if cfg.MinBackoff < 0 || cfg.MaxBackoff < cfg.MinBackoff {
+		return fmt.Errorf("backoff bounds %v..%v are not ordered", cfg.MinBackoff, cfg.MaxBackoff)
+	}
+	if cfg.InactivityProbe > 0 && cfg.InactivityProbe <= cfg.ConnectTimeout {
+		return fmt.Errorf("inactivity probe %v must exceed connect timeout %v", cfg.InactivityProbe, cfg.ConnectTimeout)
+	}
+	return nil
+}
+
+// Client is a Northbound connection with a cache of the tables and columns
+// the reconciler reads. It is safe for concurrent use.
+type Client struct {
+	nb client.Client
+
+	// closed is set once by Close; Ready reports false from then on.
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// Client indexes, beyond the schema's unique indexes (Logical_Switch_Port,
+// Logical_Router_Port and Port_Group by name). They let the reconciler find a
+// pod's rows without scanning a table. Client indexes are not unique.
+var (
+	podKey        = model.ColumnKey{Column: "external_ids", Key: ExternalIDPod}
+	routerKey     = model.ColumnKey{Column: "external_ids", Key: ExternalIDRouter}
+	clientIndexes = map[string][]model.ClientIndex{
+		nbdb.LogicalSwitchPortTable:        {{Columns: []model.ColumnKey{podKey}}},
+		nbdb.LogicalSwitchTable:            {{Columns: []model.ColumnKey{{Column: "name"}}}},
+		nbdb.LogicalRouterTable:            {{Columns: []model.ColumnKey{{Column: "name"}}}},
+		nbdb.LogicalRouterStaticRouteTable: {{Columns: []model.ColumnKey{routerKey, {Column: "ip_prefix"}}}, {Columns: []model.ColumnKey{podKey}}},
+		nbdb.LogicalRouterPolicyTable:      {{Columns: []model.ColumnKey{routerKey, {Column: "match"}}}, {Columns: []model.ColumnKey{podKey}}},
+		nbdb.NATTable:                      {{Columns: []model.ColumnKey{routerKey, {Column: "logical_ip"}}}, {Columns: []model.ColumnKey{podKey}}},
+	}
+)
+
+// NewClient connects to the first reachable endpoint (the leader, with
+// LeaderOnly), starts the monitor and returns once the cache holds the
+// database. The connection then lives until Close: it reconnects with backoff
+// and rebuilds the cache after a disconnect or a leader change.
+func NewClient(ctx context.Context, cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("ovn: invalid config: %w", err)
+	}
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		return nil, fmt.Errorf("ovn: loading NB model: %w", err)
+	}
+	dbModel.SetIndexes(clientIndexes)
+
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = cfg.MinBackoff
+	bo.MaxInterval = cfg.MaxBackoff
+	// libovsdb panics when its reconnect backoff gives up, so it must not.
+	bo.MaxElapsedTime = 0
+
+	logger := cfg.Logger
+	opts := []client.Option{
+		client.WithLeaderOnly(cfg.LeaderOnly),
+		client.WithLogger(&logger),
+	}
+	for _, ep := range cfg.Endpoints {
+		opts = append(opts, client.WithEndpoint(ep))
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, client.WithTLSConfig(cfg.TLS))
+	}
+	if cfg.InactivityProbe > 0 {
+		opts = append(opts, client.WithInactivityCheck(cfg.InactivityProbe, cfg.ConnectTimeout, bo))
+	} else {
+		opts = append(opts, client.WithReconnect(cfg.ConnectTimeout, bo))
+	}
+	nb, err := client.NewOVSDBClient(dbModel, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("ovn: creating NB client: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if err := nb.Connect(cctx); err != nil {
+		nb.Close()
+		return nil, fmt.Errorf("ovn: connecting to %v: %w", cfg.Endpoints, err)
+	}
+	if _, err := nb.Monitor(ctx, monitorRequest(nb)); err != nil {
+		nb.Close()
+		return nil, fmt.Errorf("ovn: starting NB monitor: %w", err)
+	}
+	return &Client{nb: nb}, nil
+}
+
+// monitorRequest lists the tables and columns the reconciler reads. Large
+// reference sets (a switch's ports, a router's routes and NAT) are left out
+// on purpose: every port added would otherwise ship and copy the switch's
+// whole set into the cache. Builders refer to those rows by UUID instead.
+func monitorRequest(nb client.Client) *client.Monitor {
+	var (
+		g   nbdb.NBGlobal
+		ls  nbdb.LogicalSwitch
+		lsp nbdb.LogicalSwitchPort
+		lr  nbdb.LogicalRouter
+		lrp nbdb.LogicalRouterPort
+		pg  nbdb.PortGroup
+		sr  nbdb.LogicalRouterStaticRoute
+		pol nbdb.LogicalRouterPolicy
+		nat nbdb.NAT
+		dh  nbdb.DHCPOptions
+	)
+	return nb.NewMonitor(
+		client.WithTable(&g, &g.ExternalIDs),
+		client.WithTable(&ls, &ls.Name, &ls.OtherConfig, &ls.ExternalIDs),
+		client.WithTable(&lsp, &lsp.Name, &lsp.Addresses, &lsp.PortSecurity, &lsp.ExternalIDs,
+			&lsp.Type, &lsp.Options, &lsp.Dhcpv4Options, &lsp.Dhcpv6Options, &lsp.Enabled, &lsp.Tag),
+		client.WithTable(&lr, &lr.Name, &lr.ExternalIDs),
+		client.WithTable(&lrp, &lrp.Name, &lrp.MAC, &lrp.Networks, &lrp.ExternalIDs, &lrp.Options),
+		client.WithTable(&pg, &pg.Name, &pg.ExternalIDs),
+		client.WithTable(&sr, &sr.IPPrefix, &sr.Nexthop, &sr.Policy, &sr.RouteTable, &sr.OutputPort, &sr.ExternalIDs),
+		client.WithTable(&pol, &pol.Priority, &pol.Match, &pol.Action, &pol.Nexthops, &pol.ExternalIDs),
+		client.WithTable(&nat, &nat.Type, &nat.ExternalIP, &nat.LogicalIP, &nat.LogicalPort, &nat.ExternalMAC, &nat.ExternalIDs),
+		client.WithTable(&dh, &dh.Cidr, &dh.Options, &dh.ExternalIDs),
+	)
+}
+
+// Close disconnects for good. Batchers built on the client must be closed
+// first; their later transactions fail with ErrNotReady.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.nb.Close()
+	})
+}
+
+// Ready returns nil while the client is connected (to the leader, with
+// LeaderOnly) and its cache has been rebuilt since the last reconnect, and
+// ErrNotReady otherwise. It is cheap enough for a readiness probe.
+func (c *Client) Ready() error {
+	if c.closed.Load() {
+		return fmt.Errorf("%w: closed", ErrNotReady)
+	}
+	if !c.nb.Connected() {
+		return fmt.Errorf("%w: disconnected", ErrNotReady)
+	}
+	return nil
+}
+
+// WaitReady blocks until Ready returns nil or ctx ends.
+func (c *Client) WaitReady(ctx context.Context) error {
+	if err := c.Ready(); err == nil {
+		return nil
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", c.Ready(), ctx.Err())
+		case <-t.C:
+			if err := c.Ready(); err == nil {
+				return nil
+			} else if c.closed.Load() {
+				return err
+			}
+		}
+	}
+}
+
+// Endpoint returns the remote the client is connected to, or "".
+func (c *Client) Endpoint() string { return c.nb.CurrentEndpoint() }
+
+// Transact sends ops as one unbatched, unfenced transaction and checks the
+// results with ovsdb.CheckOperationResults. Writers for a shard go through a
+// Batcher instead; this is for the leader's cluster-wide objects and tools.
+// A lost reply gives an error matching ErrOutcomeUnknown.
+func (c *Client) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	res, err := c.rawTransact(ctx, ops)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return res, fmt.Errorf("ovn: transaction: %w", describeOpErrors(res, ops, err))
+	}
+	return res, nil
+}
+
+// rawTransact sends ops and classifies transport errors; it does not look at
+// the results.
+func (c *Client) rawTransact(ctx context.Context, ops []ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	if c.closed.Load() {
+		return nil, fmt.Errorf("%w: closed", ErrNotReady)
+	}
+	res, err := c.nb.Transact(ctx, ops...)
+	if err != nil {
+		return nil, classifyTransportError(err)
+	}
+	return res, nil
+}
+
+// errValidation wraps libovsdb's client-side schema check, which refuses the
+// transaction before sending it.
+type errValidation struct{ err error }
+
+func (e *errValidation) Error() string {
+	return "ovn: ops refused by schema validation: " + e.err.Error()
+}
+func (e *errValidation) Unwrap() error { return e.err }
+
+func classifyTransportError(err error) error {
+	switch {
+	case err.Error() == "validation failed for the operation":
+		return &errValidation{err: err}
+	case errors.Is(err, client.ErrNotConnected):
+		// Sent or not, the connection went away before the reply.
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// libovsdb wraps the ctx error when it gave up waiting for a
+		// reconnection (never sent), but returns it bare when the call
+		// itself timed out (maybe applied). Only the first is safe.
+		if strings.Contains(err.Error(), "while awaiting reconnection") {
+			return fmt.Errorf("%w: %w", ErrNotReady, err)
+		}
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	default:
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+}
+
+// describeOpErrors names the first failing op, which CheckOperationResults'
+// summary ("1 ovsdb operations failed") does not.
+func describeOpErrors(res []ovsdb.OperationResult, ops []ovsdb.Operation, summary error) error {
+	for i, r := range res {
+		if r.Error == "" {
+			continue
+		}
+		if i < len(ops) {
+			return fmt.Errorf("op %d (%s %s): %s: %s", i, ops[i].Op, ops[i].Table, r.Error, r.Details)
+		}
+		return fmt.Errorf("commit: %s: %s", r.Error, r.Details)
+	}
+	return summary
+}
+
+// lookup returns the cached rows of table matching probe through the first
+// schema or client index the probe sets. Rows are copies.
+func lookup[T model.Model](c *Client, table string, probe T) []T {
+	tc := c.nb.Cache()
+	if tc == nil {
+		return nil
+	}
+	rc := tc.Table(table)
+	if rc == nil {
+		return nil
+	}
+	rows, err := rc.RowsByModels([]model.Model{probe})
+	if err != nil || len(rows) == 0 {
+		return nil
+	}
+	out := make([]T, 0, len(rows))
+	for _, r := range rows {
+		if t, ok := r.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func lookupOne[T model.Model](c *Client, table string, probe T) (T, bool) {
+	rows := lookup(c, table, probe)
+	if len(rows) == 0 {
+		var zero T
+		return zero, false
+	}
+	return rows[0], true
+}
+
+// Port returns the cached logical switch port with this name.
+func (c *Client) Port(name string) (*nbdb.LogicalSwitchPort, bool) {
+	return lookupOne(c, nbdb.LogicalSwitchPortTable, &nbdb.LogicalSwitchPort{Name: name})
+}
+
+// PortsByPod returns the cached ports whose external_ids:pod is pod
+// ("namespace/name"), through a client index.
+func (c *Client) PortsByPod(pod string) []*nbdb.LogicalSwitchPort {
+	if pod == "" {
+		return nil
+	}
+	return lookup(c, nbdb.LogicalSwitchPortTable, &nbdb.LogicalSwitchPort{ExternalIDs: map[string]string{ExternalIDPod: pod}})
+}
+
+// Switch returns the cached logical switch with this name. Names are not
+// unique in the schema; shardnet creates one switch per subnet name.
+func (c *Client) Switch(name string) (*nbdb.LogicalSwitch, bool) {
+	return lookupOne(c, nbdb.LogicalSwitchTable, &nbdb.LogicalSwitch{Name: name})
+}
+
+// Router returns the cached logical router with this name.
+func (c *Client) Router(name string) (*nbdb.LogicalRouter, bool) {
+	return lookupOne(c, nbdb.LogicalRouterTable, &nbdb.LogicalRouter{Name: name})
+}
+
+// RouterPort returns the cached logical router port with this name.
+func (c *Client) RouterPort(name string) (*nbdb.LogicalRouterPort, bool) {
+	return lookupOne(c, nbdb.LogicalRouterPortTable, &nbdb.LogicalRouterPort{Name: name})
+}
+
+// PortGroup returns the cached port group with this name (without its
+// ports, which are not monitored).
+func (c *Client) PortGroup(name string) (*nbdb.PortGroup, bool) {
+	return lookupOne(c, nbdb.PortGroupTable, &nbdb.PortGroup{Name: name})
+}
+
+// global returns the cached NB_Global row.
+func (c *Client) global() (*nbdb.NBGlobal, bool) {
+	tc := c.nb.Cache()
+	if tc == nil {
+		return nil, false
+	}
+	rc := tc.Table(nbdb.NBGlobalTable)
+	if rc == nil {
+		return nil, false
+	}
+	for _, r := range rc.Rows() {
+		if g, ok := r.(*nbdb.NBGlobal); ok {
+			return g, true
+		}
+	}
+	return nil, false
+}

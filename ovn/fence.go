@@ -1,0 +1,155 @@
+package ovn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/shardnet/shardnet/ovn/nbdb"
+)
+
+// Fence names the owner epoch that a shard's writes are valid for. The epoch
+// of a shard is recorded in NB_Global.external_ids under EpochKey(shard);
+// every transaction a fenced Batcher sends starts with a wait op that aborts
+// it unless that key holds exactly Epoch.
+type Fence struct {
+	Shard int
+	Epoch uint64
+}
+
+// EpochKey is the NB_Global external_ids key holding a shard's epoch.
+func EpochKey(shard int) string { return "shardnet-epoch-" + strconv.Itoa(shard) }
+
+// Epoch returns the epoch recorded for shard, as the cache has it.
+func (c *Client) Epoch(shard int) (uint64, bool) {
+	g, ok := c.global()
+	if !ok {
+		return 0, false
+	}
+	return parseEpoch(g.ExternalIDs[EpochKey(shard)])
+}
+
+func parseEpoch(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	e, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return e, true
+}
+
+// fenceOp builds the wait op that holds only while the shard's recorded epoch
+// equals f.Epoch. Timeout 0 makes the server abort the whole transaction at
+// once (error "timed out") instead of waiting for the value to come back.
+// The wait selects NB_Global rows whose external_ids include the pair and
+// expects exactly the one NB_Global row (by UUID): it passes iff the pair is
+// present.
+func (c *Client) fenceOp(f Fence) (ovsdb.Operation, error) {
+	g, ok := c.global()
+	if !ok {
+		return ovsdb.Operation{}, &StaleEpochError{Shard: f.Shard, Epoch: f.Epoch}
+	}
+	zero := 0
+	return ovsdb.Operation{
+		Op:      ovsdb.OperationWait,
+		Table:   nbdb.NBGlobalTable,
+		Timeout: &zero,
+		Where: []ovsdb.Condition{{
+			Column:   "external_ids",
+			Function: ovsdb.ConditionIncludes,
+			Value:    ovsdb.OvsMap{GoMap: map[any]any{EpochKey(f.Shard): strconv.FormatUint(f.Epoch, 10)}},
+		}},
+		Columns: []string{"_uuid"},
+		Until:   string(ovsdb.WaitConditionEqual),
+		Rows:    []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: g.UUID}}},
+	}, nil
+}
+
+// TakeOver records epoch as the owner epoch of shard, after which fenced
+// batches carrying any other epoch for the shard fail with ErrStaleEpoch.
+//
+// Epochs only grow: TakeOver returns a *StaleEpochError when a higher epoch
+// is already recorded, and nil without writing when epoch itself is (so a
+// retry after a lost reply is safe). The write is a compare-and-swap on the
+// whole NB_Global.external_ids map, so concurrent take-overs of other shards
+// never lose each other's epochs; a lost race is retried against the fresh
+// cache, a bounded number of times.
+//
+// TakeOver creates the NB_Global row when the database has none.
+func (c *Client) TakeOver(ctx context.Context, shard int, epoch uint64) error {
+	if epoch == 0 {
+		return errors.New("ovn: epoch 0 is reserved for \"none recorded\"")
+	}
+	key, val := EpochKey(shard), strconv.FormatUint(epoch, 10)
+	const attempts = 20
+	for attempt := 0; attempt < attempts; attempt++ {
+		if err := c.WaitReady(ctx); err != nil {
+			return fmt.Errorf("ovn: taking over shard %d: %w", shard, err)
+		}
+		var ops []ovsdb.Operation
+		g, ok := c.global()
+		if !ok {
+			// NB_Global has maxRows 1, so of two racing inserts one fails.
+			ops = []ovsdb.Operation{{
+				Op:    ovsdb.OperationInsert,
+				Table: nbdb.NBGlobalTable,
+				Row:   ovsdb.Row{"external_ids": ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
+			}}
+		} else {
+			cur, has := parseEpoch(g.ExternalIDs[key])
+			switch {
+			case has && cur == epoch:
+				return nil
+			case has && cur > epoch:
+				return &StaleEpochError{Shard: shard, Epoch: epoch, Recorded: cur}
+			}
+			zero := 0
+			where := []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: g.UUID}}}
+			ops = []ovsdb.Operation{
+				{
+					Op: ovsdb.OperationWait, Table: nbdb.NBGlobalTable, Timeout: &zero, Where: where,
+					Columns: []string{"external_ids"}, Until: string(ovsdb.WaitConditionEqual),
+					Rows: []ovsdb.Row{{"external_ids": toOvsMap(g.ExternalIDs)}},
+				},
+				{
+					Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Where: where,
+					Mutations: []ovsdb.Mutation{
+						{Column: "external_ids", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: []any{key}}},
+						{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
+					},
+				},
+			}
+		}
+		res, err := c.rawTransact(ctx, ops)
+		if err == nil {
+			if _, err = ovsdb.CheckOperationResults(res, ops); err == nil {
+				return nil
+			}
+			// Lost the compare-and-swap (or the insert race): the cache
+			// will show the winner shortly.
+		} else if !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrNotReady) {
+			return fmt.Errorf("ovn: taking over shard %d: %w", shard, err)
+		}
+		delay := time.Duration(attempt+1) * 10 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ovn: taking over shard %d: %w", shard, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+	return fmt.Errorf("ovn: taking over shard %d: compare-and-swap lost %d times", shard, attempts)
+}
+
+func toOvsMap(m map[string]string) ovsdb.OvsMap {
+	gm := make(map[any]any, len(m))
+	for k, v := range m {
+		gm[k] = v
+	}
+	return ovsdb.OvsMap{GoMap: gm}
+}

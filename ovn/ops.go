@@ -1,0 +1,911 @@
+package ovn
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/shardnet/shardnet/ovn/nbdb"
+)
+
+// External id keys shardnet writes (CONTRACT.md: ports carry pod, ls and
+// vendor, so that they can be found per pod).
+const (
+	ExternalIDPod    = "pod"
+	ExternalIDSwitch = "ls"
+	ExternalIDVendor = "vendor"
+	// ExternalIDRouter on routes, policies and NAT rules names the router
+	// holding the row: those rows have no back reference, and the builders
+	// find them through an index on (lr, key column).
+	ExternalIDRouter = "lr"
+)
+
+// DefaultVendor is the vendor external id written when a spec leaves it
+// empty: kube-ovn's value, so that kube-ovn's tools see the rows as theirs.
+const DefaultVendor = "kube-ovn"
+
+// Ref names a row for later ops of the same request: the real UUID of a row
+// that exists, or the named UUID of a row the request inserts. Use it only
+// in the request that produced it.
+type Ref string
+
+func (r Ref) uuid() ovsdb.UUID { return ovsdb.UUID{GoUUID: string(r)} }
+
+// uuidNames makes named UUIDs unique in the process, so that requests built
+// independently never collide inside one batch. A named UUID must match
+// [_a-zA-Z][_a-zA-Z0-9]*.
+var uuidNames atomic.Uint64
+
+func newUUIDName(kind string) string {
+	return "sn_" + kind + "_" + strconv.FormatUint(uuidNames.Add(1), 36)
+}
+
+// SwitchSpec is the logical switch of one subnet.
+type SwitchSpec struct {
+	Name string
+	// CIDRs are the subnet's blocks; the IPv4 one becomes
+	// other_config:subnet and the IPv6 one other_config:ipv6_prefix.
+	CIDRs []string
+	// ExcludeIPs (addresses or "a..b" ranges) become other_config:exclude_ips
+	// for the IPv4 block; an empty list removes the key.
+	ExcludeIPs  []string
+	Vendor      string
+	ExternalIDs map[string]string
+}
+
+// PortSpec is a pod's logical switch port.
+type PortSpec struct {
+	Name   string
+	Switch string
+	// Pod is "namespace/name", written as external_ids:pod.
+	Pod string
+	MAC string
+	IPs []string
+	// PortSecurity restricts the port to MAC, IPs and VIPs.
+	PortSecurity bool
+	VIPs         []string
+	// Layer2Forward adds "unknown" to the addresses, so that the port
+	// receives frames for addresses it does not own.
+	Layer2Forward bool
+	// DHCPv4 and DHCPv6 are DHCP_Options UUIDs, empty for none.
+	DHCPv4, DHCPv6 string
+	// Type and Options are written as given ("" is a VIF).
+	Type    string
+	Options map[string]string
+	Vendor  string
+	// ExternalIDs are extra keys; pod, ls and vendor are set from the spec.
+	ExternalIDs map[string]string
+}
+
+func (s *PortSpec) validate() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("port without a name")
+	case s.Switch == "":
+		return fmt.Errorf("port %s without a switch", s.Name)
+	case s.MAC == "" && len(s.IPs) > 0:
+		return fmt.Errorf("port %s has addresses but no MAC", s.Name)
+	}
+	for _, ip := range append(slices.Clone(s.IPs), s.VIPs...) {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return fmt.Errorf("port %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+func (s *PortSpec) addresses() []string {
+	var out []string
+	if s.MAC != "" {
+		out = append(out, strings.Join(append([]string{s.MAC}, s.IPs...), " "))
+	}
+	if s.Layer2Forward {
+		out = append(out, "unknown")
+	}
+	return out
+}
+
+func (s *PortSpec) portSecurity() []string {
+	if !s.PortSecurity || s.MAC == "" {
+		return nil
+	}
+	return []string{strings.Join(append(append([]string{s.MAC}, s.IPs...), s.VIPs...), " ")}
+}
+
+func (s *PortSpec) externalIDs() map[string]string {
+	ids := make(map[string]string, len(s.ExternalIDs)+3)
+	for k, v := range s.ExternalIDs {
+		ids[k] = v
+	}
+	ids[ExternalIDSwitch] = s.Switch
+	ids[ExternalIDVendor] = vendor(s.Vendor)
+	if s.Pod != "" {
+		ids[ExternalIDPod] = s.Pod
+	}
+	return ids
+}
+
+func vendor(v string) string {
+	if v == "" {
+		return DefaultVendor
+	}
+	return v
+}
+
+// EnsurePort returns the ops that make the port match spec: an insert into
+// the switch when the cache has no port by that name, otherwise only the
+// changes (none when it already matches, so a rerun is free). Owned map keys
+// are changed by mutation, leaving other writers' keys alone. The Ref names
+// the port for port group ops of the same request.
+//
+// It fails with ErrNotFound when the switch is not in the cache, and with
+// ErrNotReady while the cache is being rebuilt. The insert carries a wait
+// that the switch still exists, so that a switch deleted meanwhile fails the
+// request instead of leaving an unreferenced port for the server to drop.
+func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
+	if err := spec.validate(); err != nil {
+		return nil, "", fmt.Errorf("ovn: %w", err)
+	}
+	if err := c.Ready(); err != nil {
+		return nil, "", err
+	}
+	ls, ok := c.Switch(spec.Switch)
+	if !ok {
+		return nil, "", fmt.Errorf("ovn: port %s: switch %s: %w", spec.Name, spec.Switch, ErrNotFound)
+	}
+	addrs, sec, ids := spec.addresses(), spec.portSecurity(), spec.externalIDs()
+	cur, exists := c.Port(spec.Name)
+	if !exists {
+		name := newUUIDName("lsp")
+		row := ovsdb.Row{
+			"name":           spec.Name,
+			"addresses":      strSet(addrs),
+			"port_security":  strSet(sec),
+			"external_ids":   toOvsMap(ids),
+			"dhcpv4_options": optUUID(spec.DHCPv4),
+			"dhcpv6_options": optUUID(spec.DHCPv6),
+		}
+		if spec.Type != "" {
+			row["type"] = spec.Type
+		}
+		if len(spec.Options) > 0 {
+			row["options"] = toOvsMap(spec.Options)
+		}
+		return []ovsdb.Operation{
+			{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, UUIDName: name, Row: row},
+			waitExists(nbdb.LogicalSwitchTable, ls.UUID),
+			insertRefs(nbdb.LogicalSwitchTable, ls.UUID, "ports", ovsdb.UUID{GoUUID: name}),
+		}, Ref(name), nil
+	}
+
+	var ops []ovsdb.Operation
+	where := uuidWhere(cur.UUID)
+	row := ovsdb.Row{}
+	if !sameSet(cur.Addresses, addrs) {
+		row["addresses"] = strSet(addrs)
+	}
+	if !sameSet(cur.PortSecurity, sec) {
+		row["port_security"] = strSet(sec)
+	}
+	if deref(cur.Dhcpv4Options) != spec.DHCPv4 {
+		row["dhcpv4_options"] = optUUID(spec.DHCPv4)
+	}
+	if deref(cur.Dhcpv6Options) != spec.DHCPv6 {
+		row["dhcpv6_options"] = optUUID(spec.DHCPv6)
+	}
+	if cur.Type != spec.Type {
+		row["type"] = spec.Type
+	}
+	if len(row) > 0 {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchPortTable, Where: where, Row: row})
+	}
+	var muts []ovsdb.Mutation
+	muts = append(muts, setKeys("external_ids", cur.ExternalIDs, ids)...)
+	muts = append(muts, setKeys("options", cur.Options, spec.Options)...)
+	if len(muts) > 0 {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts})
+	}
+	if old := cur.ExternalIDs[ExternalIDSwitch]; old != spec.Switch {
+		// The port moves to another subnet's switch.
+		ops = append(ops,
+			removeRefEverywhere(nbdb.LogicalSwitchTable, "ports", cur.UUID),
+			waitExists(nbdb.LogicalSwitchTable, ls.UUID),
+			insertRefs(nbdb.LogicalSwitchTable, ls.UUID, "ports", ovsdb.UUID{GoUUID: cur.UUID}),
+		)
+	}
+	return ops, Ref(cur.UUID), nil
+}
+
+// DeletePort returns the ops that remove the port from its switch and delete
+// it; none when the cache has no such port.
+func (c *Client) DeletePort(name string) ([]ovsdb.Operation, error) {
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	cur, ok := c.Port(name)
+	if !ok {
+		return nil, nil
+	}
+	return deleteSwitchPort(cur.UUID), nil
+}
+
+// DeletePodPorts returns the ops that delete every port whose
+// external_ids:pod is pod, found through the pod index.
+func (c *Client) DeletePodPorts(pod string) ([]ovsdb.Operation, error) {
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	var ops []ovsdb.Operation
+	for _, p := range c.PortsByPod(pod) {
+		ops = append(ops, deleteSwitchPort(p.UUID)...)
+	}
+	return ops, nil
+}
+
+// deleteSwitchPort drops the switch's reference (found by the server, so the
+// switch need not be cached) and the row. Port groups hold weak references
+// and forget the port by themselves.
+func deleteSwitchPort(uuid string) []ovsdb.Operation {
+	return []ovsdb.Operation{
+		removeRefEverywhere(nbdb.LogicalSwitchTable, "ports", uuid),
+		{Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchPortTable, Where: uuidWhere(uuid)},
+	}
+}
+
+// EnsureSwitch returns the ops that create the subnet's switch or bring its
+// other_config and external ids in line with spec.
+func (c *Client) EnsureSwitch(spec SwitchSpec) ([]ovsdb.Operation, Ref, error) {
+	if spec.Name == "" {
+		return nil, "", fmt.Errorf("ovn: switch without a name")
+	}
+	if err := c.Ready(); err != nil {
+		return nil, "", err
+	}
+	oc := map[string]string{}
+	for _, cidr := range spec.CIDRs {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return nil, "", fmt.Errorf("ovn: switch %s: %w", spec.Name, err)
+		}
+		if p.Addr().Is4() {
+			oc["subnet"] = p.Masked().String()
+		} else {
+			oc["ipv6_prefix"] = p.Masked().Addr().String()
+		}
+	}
+	var drop []string
+	if len(spec.ExcludeIPs) > 0 {
+		oc["exclude_ips"] = strings.Join(spec.ExcludeIPs, " ")
+	} else {
+		drop = append(drop, "exclude_ips")
+	}
+	ids := withVendor(spec.ExternalIDs, spec.Vendor)
+	cur, ok := c.Switch(spec.Name)
+	if !ok {
+		name := newUUIDName("ls")
+		return []ovsdb.Operation{{
+			Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchTable, UUIDName: name,
+			Row: ovsdb.Row{"name": spec.Name, "other_config": toOvsMap(oc), "external_ids": toOvsMap(ids)},
+		}}, Ref(name), nil
+	}
+	var muts []ovsdb.Mutation
+	muts = append(muts, setKeys("other_config", cur.OtherConfig, oc)...)
+	muts = append(muts, dropKeys("other_config", cur.OtherConfig, drop)...)
+	muts = append(muts, setKeys("external_ids", cur.ExternalIDs, ids)...)
+	if len(muts) == 0 {
+		return nil, Ref(cur.UUID), nil
+	}
+	return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil
+}
+
+// DeleteSwitch returns the op that deletes the switch (its ports go with
+// it: they are not root rows); none when it is not cached.
+func (c *Client) DeleteSwitch(name string) ([]ovsdb.Operation, error) {
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	cur, ok := c.Switch(name)
+	if !ok {
+		return nil, nil
+	}
+	return []ovsdb.Operation{{Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchTable, Where: uuidWhere(cur.UUID)}}, nil
+}
+
+// RouterSpec is a VPC's logical router.
+type RouterSpec struct {
+	Name        string
+	Vendor      string
+	ExternalIDs map[string]string
+}
+
+// EnsureRouter returns the ops that create the router or set its external
+// ids.
+func (c *Client) EnsureRouter(spec RouterSpec) ([]ovsdb.Operation, Ref, error) {
+	if spec.Name == "" {
+		return nil, "", fmt.Errorf("ovn: router without a name")
+	}
+	if err := c.Ready(); err != nil {
+		return nil, "", err
+	}
+	ids := withVendor(spec.ExternalIDs, spec.Vendor)
+	cur, ok := c.Router(spec.Name)
+	if !ok {
+		name := newUUIDName("lr")
+		return []ovsdb.Operation{{
+			Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterTable, UUIDName: name,
+			Row: ovsdb.Row{"name": spec.Name, "external_ids": toOvsMap(ids)},
+		}}, Ref(name), nil
+	}
+	muts := setKeys("external_ids", cur.ExternalIDs, ids)
+	if len(muts) == 0 {
+		return nil, Ref(cur.UUID), nil
+	}
+	return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil
+}
+
+// RouterPortSpec connects a subnet's switch to its router: a router port
+// carrying the gateway address and a switch port of type router peering it.
+type RouterPortSpec struct {
+	Router, Switch string
+	// RouterPort and SwitchPort name the two ports; kube-ovn's names are
+	// "<router>-<switch>" and "<switch>-<router>".
+	RouterPort, SwitchPort string
+	MAC                    string
+	// Networks are the gateway addresses with prefix length, e.g.
+	// "10.16.0.1/16".
+	Networks []string
+	Vendor   string
+}
+
+// EnsureRouterPort returns the ops that create or update both ports of the
+// switch-to-router link.
+func (c *Client) EnsureRouterPort(spec RouterPortSpec) ([]ovsdb.Operation, error) {
+	if spec.Router == "" || spec.Switch == "" || spec.RouterPort == "" || spec.SwitchPort == "" || spec.MAC == "" || len(spec.Networks) == 0 {
+		return nil, fmt.Errorf("ovn: incomplete router port spec %+v", spec)
+	}
+	for _, n := range spec.Networks {
+		if _, err := netip.ParsePrefix(n); err != nil {
+			return nil, fmt.Errorf("ovn: router port %s: %w", spec.RouterPort, err)
+		}
+	}
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	lr, ok := c.Router(spec.Router)
+	if !ok {
+		return nil, fmt.Errorf("ovn: router port %s: router %s: %w", spec.RouterPort, spec.Router, ErrNotFound)
+	}
+	ids := withVendor(map[string]string{ExternalIDSwitch: spec.Switch, ExternalIDRouter: spec.Router}, spec.Vendor)
+	var ops []ovsdb.Operation
+	if cur, ok := c.RouterPort(spec.RouterPort); !ok {
+		name := newUUIDName("lrp")
+		ops = append(ops,
+			ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterPortTable, UUIDName: name,
+				Row: ovsdb.Row{"name": spec.RouterPort, "mac": spec.MAC, "networks": strSet(spec.Networks), "external_ids": toOvsMap(ids)}},
+			waitExists(nbdb.LogicalRouterTable, lr.UUID),
+			insertRefs(nbdb.LogicalRouterTable, lr.UUID, "ports", ovsdb.UUID{GoUUID: name}),
+		)
+	} else {
+		row := ovsdb.Row{}
+		if cur.MAC != spec.MAC {
+			row["mac"] = spec.MAC
+		}
+		if !sameSet(cur.Networks, spec.Networks) {
+			row["networks"] = strSet(spec.Networks)
+		}
+		if len(row) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalRouterPortTable, Where: uuidWhere(cur.UUID), Row: row})
+		}
+		if muts := setKeys("external_ids", cur.ExternalIDs, ids); len(muts) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterPortTable, Where: uuidWhere(cur.UUID), Mutations: muts})
+		}
+	}
+	lspOps, _, err := c.EnsurePort(PortSpec{
+		Name: spec.SwitchPort, Switch: spec.Switch, Type: "router",
+		Options: map[string]string{"router-port": spec.RouterPort},
+		Vendor:  spec.Vendor,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A router-type port's addresses are the literal "router".
+	for i := range lspOps {
+		if lspOps[i].Op == ovsdb.OperationInsert {
+			lspOps[i].Row["addresses"] = strSet([]string{"router"})
+		}
+		if lspOps[i].Op == ovsdb.OperationUpdate {
+			delete(lspOps[i].Row, "addresses")
+			if len(lspOps[i].Row) == 0 {
+				lspOps[i] = ovsdb.Operation{}
+			}
+		}
+	}
+	for _, op := range lspOps {
+		if op.Op != "" {
+			ops = append(ops, op)
+		}
+	}
+	return ops, nil
+}
+
+// EnsurePortGroup returns the op that creates the port group when it is not
+// cached (a node's group, for instance).
+func (c *Client) EnsurePortGroup(name string, externalIDs map[string]string) ([]ovsdb.Operation, Ref, error) {
+	if name == "" {
+		return nil, "", fmt.Errorf("ovn: port group without a name")
+	}
+	if err := c.Ready(); err != nil {
+		return nil, "", err
+	}
+	ids := withVendor(externalIDs, "")
+	if cur, ok := c.PortGroup(name); ok {
+		muts := setKeys("external_ids", cur.ExternalIDs, ids)
+		if len(muts) == 0 {
+			return nil, Ref(cur.UUID), nil
+		}
+		return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.PortGroupTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil
+	}
+	un := newUUIDName("pg")
+	return []ovsdb.Operation{{
+		Op: ovsdb.OperationInsert, Table: nbdb.PortGroupTable, UUIDName: un,
+		Row: ovsdb.Row{"name": name, "external_ids": toOvsMap(ids)},
+	}}, Ref(un), nil
+}
+
+// AddToPortGroup returns the op that adds ports to the group by set
+// mutation, which is idempotent. The group must be cached.
+func (c *Client) AddToPortGroup(group string, ports ...Ref) ([]ovsdb.Operation, error) {
+	return c.portGroupMutation(group, ovsdb.MutateOperationInsert, ports)
+}
+
+// RemoveFromPortGroup returns the op that removes ports from the group.
+func (c *Client) RemoveFromPortGroup(group string, ports ...Ref) ([]ovsdb.Operation, error) {
+	return c.portGroupMutation(group, ovsdb.MutateOperationDelete, ports)
+}
+
+func (c *Client) portGroupMutation(group string, m ovsdb.Mutator, ports []Ref) ([]ovsdb.Operation, error) {
+	if len(ports) == 0 {
+		return nil, nil
+	}
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	pg, ok := c.PortGroup(group)
+	if !ok {
+		return nil, fmt.Errorf("ovn: port group %s: %w", group, ErrNotFound)
+	}
+	refs := make([]any, len(ports))
+	for i, p := range ports {
+		refs[i] = p.uuid()
+	}
+	return []ovsdb.Operation{{
+		Op: ovsdb.OperationMutate, Table: nbdb.PortGroupTable, Where: uuidWhere(pg.UUID),
+		Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: m, Value: ovsdb.OvsSet{GoSet: refs}}},
+	}}, nil
+}
+
+// RouteSpec is a static route on a router, identified by (Router,
+// RouteTable, Policy, Prefix).
+type RouteSpec struct {
+	Router string
+	Prefix string
+	// Nexthop is the address traffic is sent to.
+	Nexthop string
+	// Policy is "dst-ip" (default) or "src-ip".
+	Policy     string
+	RouteTable string
+	Pod        string
+	Vendor     string
+}
+
+// EnsureStaticRoute returns the ops that add the route or update its next
+// hop.
+func (c *Client) EnsureStaticRoute(spec RouteSpec) ([]ovsdb.Operation, error) {
+	if spec.Router == "" || spec.Prefix == "" || spec.Nexthop == "" {
+		return nil, fmt.Errorf("ovn: incomplete route %+v", spec)
+	}
+	policy := nbdb.LogicalRouterStaticRoutePolicyDstIP
+	if spec.Policy == string(nbdb.LogicalRouterStaticRoutePolicySrcIP) {
+		policy = nbdb.LogicalRouterStaticRoutePolicySrcIP
+	} else if spec.Policy != "" && spec.Policy != string(policy) {
+		return nil, fmt.Errorf("ovn: route policy %q", spec.Policy)
+	}
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	lr, ok := c.Router(spec.Router)
+	if !ok {
+		return nil, fmt.Errorf("ovn: route %s: router %s: %w", spec.Prefix, spec.Router, ErrNotFound)
+	}
+	ids := withVendor(map[string]string{ExternalIDRouter: spec.Router}, spec.Vendor)
+	if spec.Pod != "" {
+		ids[ExternalIDPod] = spec.Pod
+	}
+	if cur := c.findRoute(spec.Router, spec.Prefix, string(policy), spec.RouteTable); cur != nil {
+		var ops []ovsdb.Operation
+		if cur.Nexthop != spec.Nexthop {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalRouterStaticRouteTable, Where: uuidWhere(cur.UUID), Row: ovsdb.Row{"nexthop": spec.Nexthop}})
+		}
+		if muts := setKeys("external_ids", cur.ExternalIDs, ids); len(muts) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterStaticRouteTable, Where: uuidWhere(cur.UUID), Mutations: muts})
+		}
+		return ops, nil
+	}
+	name := newUUIDName("sr")
+	row := ovsdb.Row{"ip_prefix": spec.Prefix, "nexthop": spec.Nexthop, "policy": ovsdb.OvsSet{GoSet: []any{string(policy)}}, "external_ids": toOvsMap(ids)}
+	if spec.RouteTable != "" {
+		row["route_table"] = spec.RouteTable
+	}
+	return []ovsdb.Operation{
+		{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterStaticRouteTable, UUIDName: name, Row: row},
+		waitExists(nbdb.LogicalRouterTable, lr.UUID),
+		insertRefs(nbdb.LogicalRouterTable, lr.UUID, "static_routes", ovsdb.UUID{GoUUID: name}),
+	}, nil
+}
+
+// DeleteStaticRoute returns the ops that remove the route; none when it is
+// not cached.
+func (c *Client) DeleteStaticRoute(router, prefix, policy, routeTable string) ([]ovsdb.Operation, error) {
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	if policy == "" {
+		policy = string(nbdb.LogicalRouterStaticRoutePolicyDstIP)
+	}
+	cur := c.findRoute(router, prefix, policy, routeTable)
+	if cur == nil {
+		return nil, nil
+	}
+	return deleteRouterChild(nbdb.LogicalRouterStaticRouteTable, "static_routes", cur.UUID), nil
+}
+
+func (c *Client) findRoute(router, prefix, policy, routeTable string) *nbdb.LogicalRouterStaticRoute {
+	probe := &nbdb.LogicalRouterStaticRoute{ExternalIDs: map[string]string{ExternalIDRouter: router}, IPPrefix: prefix}
+	for _, r := range lookup(c, nbdb.LogicalRouterStaticRouteTable, probe) {
+		p := string(nbdb.LogicalRouterStaticRoutePolicyDstIP)
+		if r.Policy != nil {
+			p = string(*r.Policy)
+		}
+		if r.ExternalIDs[ExternalIDRouter] == router && r.IPPrefix == prefix && p == policy && r.RouteTable == routeTable {
+			return r
+		}
+	}
+	return nil
+}
+
+// PolicySpec is a reroute policy on a router (a pod's north gateway),
+// identified by (Router, Priority, Match).
+type PolicySpec struct {
+	Router   string
+	Priority int
+	Match    string
+	Nexthops []string
+	Pod      string
+	Vendor   string
+}
+
+// EnsureReroutePolicy returns the ops that add the policy or update its next
+// hops.
+func (c *Client) EnsureReroutePolicy(spec PolicySpec) ([]ovsdb.Operation, error) {
+	if spec.Router == "" || spec.Match == "" || len(spec.Nexthops) == 0 || spec.Priority < 0 || spec.Priority > 32767 {
+		return nil, fmt.Errorf("ovn: invalid reroute policy %+v", spec)
+	}
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	lr, ok := c.Router(spec.Router)
+	if !ok {
+		return nil, fmt.Errorf("ovn: policy %q: router %s: %w", spec.Match, spec.Router, ErrNotFound)
+	}
+	ids := withVendor(map[string]string{ExternalIDRouter: spec.Router}, spec.Vendor)
+	if spec.Pod != "" {
+		ids[ExternalIDPod] = spec.Pod
+	}
+	if cur := c.findPolicy(spec.Router, spec.Priority, spec.Match); cur != nil {
+		var ops []ovsdb.Operation
+		row := ovsdb.Row{}
+		if !sameSet(cur.Nexthops, spec.Nexthops) {
+			row["nexthops"] = strSet(spec.Nexthops)
+		}
+		if cur.Action != nbdb.LogicalRouterPolicyActionReroute {
+			row["action"] = string(nbdb.LogicalRouterPolicyActionReroute)
+		}
+		if len(row) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalRouterPolicyTable, Where: uuidWhere(cur.UUID), Row: row})
+		}
+		if muts := setKeys("external_ids", cur.ExternalIDs, ids); len(muts) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterPolicyTable, Where: uuidWhere(cur.UUID), Mutations: muts})
+		}
+		return ops, nil
+	}
+	name := newUUIDName("pol")
+	return []ovsdb.Operation{
+		{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterPolicyTable, UUIDName: name, Row: ovsdb.Row{
+			"priority": spec.Priority, "match": spec.Match, "action": string(nbdb.LogicalRouterPolicyActionReroute),
+			"nexthops": strSet(spec.Nexthops), "external_ids": toOvsMap(ids),
+		}},
+		waitExists(nbdb.LogicalRouterTable, lr.UUID),
+		insertRefs(nbdb.LogicalRouterTable, lr.UUID, "policies", ovsdb.UUID{GoUUID: name}),
+	}, nil
+}
+
+// DeleteReroutePolicy returns the ops that remove the policy; none when it
+// is not cached.
+func (c *Client) DeleteReroutePolicy(router string, priority int, match string) ([]ovsdb.Operation, error) {
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	cur := c.findPolicy(router, priority, match)
+	if cur == nil {
+		return nil, nil
+	}
+	return deleteRouterChild(nbdb.LogicalRouterPolicyTable, "policies", cur.UUID), nil
+}
+
+func (c *Client) findPolicy(router string, priority int, match string) *nbdb.LogicalRouterPolicy {
+	probe := &nbdb.LogicalRouterPolicy{ExternalIDs: map[string]string{ExternalIDRouter: router}, Match: match}
+	for _, p := range lookup(c, nbdb.LogicalRouterPolicyTable, probe) {
+		if p.ExternalIDs[ExternalIDRouter] == router && p.Match == match && p.Priority == priority {
+			return p
+		}
+	}
+	return nil
+}
+
+// NATSpec is a NAT rule on a router, identified by (Router, Type,
+// LogicalIP).
+type NATSpec struct {
+	Router string
+	// Type is "dnat_and_snat" (an EIP) or "snat".
+	Type       string
+	ExternalIP string
+	// LogicalIP is the pod address (or CIDR, for snat).
+	LogicalIP string
+	// LogicalPort and ExternalMAC make a dnat_and_snat distributed.
+	LogicalPort, ExternalMAC string
+	Pod                      string
+	Vendor                   string
+}
+
+// EnsureNAT returns the ops that add the rule or update it.
+func (c *Client) EnsureNAT(spec NATSpec) ([]ovsdb.Operation, error) {
+	typ := nbdb.NATType(spec.Type)
+	if typ != nbdb.NATTypeDNATAndSNAT && typ != nbdb.NATTypeSNAT {
+		return nil, fmt.Errorf("ovn: NAT type %q", spec.Type)
+	}
+	if spec.Router == "" || spec.ExternalIP == "" || spec.LogicalIP == "" {
+		return nil, fmt.Errorf("ovn: incomplete NAT %+v", spec)
+	}
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	lr, ok := c.Router(spec.Router)
+	if !ok {
+		return nil, fmt.Errorf("ovn: NAT %s: router %s: %w", spec.LogicalIP, spec.Router, ErrNotFound)
+	}
+	ids := withVendor(map[string]string{ExternalIDRouter: spec.Router}, spec.Vendor)
+	if spec.Pod != "" {
+		ids[ExternalIDPod] = spec.Pod
+	}
+	if cur := c.findNAT(spec.Router, typ, spec.LogicalIP); cur != nil {
+		var ops []ovsdb.Operation
+		row := ovsdb.Row{}
+		if cur.ExternalIP != spec.ExternalIP {
+			row["external_ip"] = spec.ExternalIP
+		}
+		if deref(cur.LogicalPort) != spec.LogicalPort {
+			row["logical_port"] = optString(spec.LogicalPort)
+		}
+		if deref(cur.ExternalMAC) != spec.ExternalMAC {
+			row["external_mac"] = optString(spec.ExternalMAC)
+		}
+		if len(row) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.NATTable, Where: uuidWhere(cur.UUID), Row: row})
+		}
+		if muts := setKeys("external_ids", cur.ExternalIDs, ids); len(muts) > 0 {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.NATTable, Where: uuidWhere(cur.UUID), Mutations: muts})
+		}
+		return ops, nil
+	}
+	name := newUUIDName("nat")
+	row := ovsdb.Row{"type": string(typ), "external_ip": spec.ExternalIP, "logical_ip": spec.LogicalIP, "external_ids": toOvsMap(ids)}
+	if spec.LogicalPort != "" {
+		row["logical_port"] = optString(spec.LogicalPort)
+	}
+	if spec.ExternalMAC != "" {
+		row["external_mac"] = optString(spec.ExternalMAC)
+	}
+	return []ovsdb.Operation{
+		{Op: ovsdb.OperationInsert, Table: nbdb.NATTable, UUIDName: name, Row: row},
+		waitExists(nbdb.LogicalRouterTable, lr.UUID),
+		insertRefs(nbdb.LogicalRouterTable, lr.UUID, "nat", ovsdb.UUID{GoUUID: name}),
+	}, nil
+}
+
+// DeleteNAT returns the ops that remove the rule; none when it is not cached.
+func (c *Client) DeleteNAT(router, typ, logicalIP string) ([]ovsdb.Operation, error) {
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	cur := c.findNAT(router, nbdb.NATType(typ), logicalIP)
+	if cur == nil {
+		return nil, nil
+	}
+	return deleteRouterChild(nbdb.NATTable, "nat", cur.UUID), nil
+}
+
+func (c *Client) findNAT(router string, typ nbdb.NATType, logicalIP string) *nbdb.NAT {
+	probe := &nbdb.NAT{ExternalIDs: map[string]string{ExternalIDRouter: router}, LogicalIP: logicalIP}
+	for _, n := range lookup(c, nbdb.NATTable, probe) {
+		if n.ExternalIDs[ExternalIDRouter] == router && n.LogicalIP == logicalIP && n.Type == typ {
+			return n
+		}
+	}
+	return nil
+}
+
+// DeletePodRouting returns the ops that remove every static route, reroute
+// policy and NAT rule whose external_ids:pod is pod, found through the pod
+// indexes.
+func (c *Client) DeletePodRouting(pod string) ([]ovsdb.Operation, error) {
+	if pod == "" {
+		return nil, nil
+	}
+	if err := c.Ready(); err != nil {
+		return nil, err
+	}
+	byPod := map[string]string{ExternalIDPod: pod}
+	var ops []ovsdb.Operation
+	for _, r := range lookup(c, nbdb.LogicalRouterStaticRouteTable, &nbdb.LogicalRouterStaticRoute{ExternalIDs: byPod}) {
+		if r.ExternalIDs[ExternalIDPod] == pod {
+			ops = append(ops, deleteRouterChild(nbdb.LogicalRouterStaticRouteTable, "static_routes", r.UUID)...)
+		}
+	}
+	for _, p := range lookup(c, nbdb.LogicalRouterPolicyTable, &nbdb.LogicalRouterPolicy{ExternalIDs: byPod}) {
+		if p.ExternalIDs[ExternalIDPod] == pod {
+			ops = append(ops, deleteRouterChild(nbdb.LogicalRouterPolicyTable, "policies", p.UUID)...)
+		}
+	}
+	for _, n := range lookup(c, nbdb.NATTable, &nbdb.NAT{ExternalIDs: byPod}) {
+		if n.ExternalIDs[ExternalIDPod] == pod {
+			ops = append(ops, deleteRouterChild(nbdb.NATTable, "nat", n.UUID)...)
+		}
+	}
+	return ops, nil
+}
+
+func deleteRouterChild(table, column, uuid string) []ovsdb.Operation {
+	return []ovsdb.Operation{
+		removeRefEverywhere(nbdb.LogicalRouterTable, column, uuid),
+		{Op: ovsdb.OperationDelete, Table: table, Where: uuidWhere(uuid)},
+	}
+}
+
+// --- op helpers ---
+
+func uuidWhere(uuid string) []ovsdb.Condition {
+	return []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}}}
+}
+
+// waitExists aborts the transaction at once unless the row exists.
+func waitExists(table, uuid string) ovsdb.Operation {
+	zero := 0
+	return ovsdb.Operation{
+		Op: ovsdb.OperationWait, Table: table, Timeout: &zero, Where: uuidWhere(uuid),
+		Columns: []string{"_uuid"}, Until: string(ovsdb.WaitConditionEqual),
+		Rows: []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: uuid}}},
+	}
+}
+
+func insertRefs(table, uuid, column string, refs ...ovsdb.UUID) ovsdb.Operation {
+	set := make([]any, len(refs))
+	for i, r := range refs {
+		set[i] = r
+	}
+	return ovsdb.Operation{
+		Op: ovsdb.OperationMutate, Table: table, Where: uuidWhere(uuid),
+		Mutations: []ovsdb.Mutation{{Column: column, Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsSet{GoSet: set}}},
+	}
+}
+
+// removeRefEverywhere drops a reference from every row of table holding it,
+// so the builder needs neither the parent in the cache nor its big set.
+func removeRefEverywhere(table, column, uuid string) ovsdb.Operation {
+	ref := ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: uuid}}}
+	return ovsdb.Operation{
+		Op: ovsdb.OperationMutate, Table: table,
+		Where:     []ovsdb.Condition{{Column: column, Function: ovsdb.ConditionIncludes, Value: ref}},
+		Mutations: []ovsdb.Mutation{{Column: column, Mutator: ovsdb.MutateOperationDelete, Value: ref}},
+	}
+}
+
+// setKeys returns the mutations that give column's keys in want their
+// values, leaving other keys alone: delete the stale keys, then insert
+// (a map insert does not overwrite an existing key).
+func setKeys(column string, have, want map[string]string) []ovsdb.Mutation {
+	var keys []any
+	pairs := map[any]any{}
+	for k, v := range want {
+		if hv, ok := have[k]; ok && hv == v {
+			continue
+		}
+		if _, ok := have[k]; ok {
+			keys = append(keys, k)
+		}
+		pairs[k] = v
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	var muts []ovsdb.Mutation
+	if len(keys) > 0 {
+		muts = append(muts, ovsdb.Mutation{Column: column, Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: keys}})
+	}
+	return append(muts, ovsdb.Mutation{Column: column, Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: pairs}})
+}
+
+func dropKeys(column string, have map[string]string, drop []string) []ovsdb.Mutation {
+	var keys []any
+	for _, k := range drop {
+		if _, ok := have[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return []ovsdb.Mutation{{Column: column, Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: keys}}}
+}
+
+func withVendor(ids map[string]string, v string) map[string]string {
+	out := make(map[string]string, len(ids)+1)
+	for k, val := range ids {
+		out[k] = val
+	}
+	out[ExternalIDVendor] = vendor(v)
+	return out
+}
+
+func strSet(ss []string) ovsdb.OvsSet {
+	set := make([]any, len(ss))
+	for i, s := range ss {
+		set[i] = s
+	}
+	return ovsdb.OvsSet{GoSet: set}
+}
+
+func optUUID(u string) ovsdb.OvsSet {
+	if u == "" {
+		return ovsdb.OvsSet{GoSet: []any{}}
+	}
+	return ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: u}}}
+}
+
+func optString(s string) ovsdb.OvsSet {
+	if s == "" {
+		return ovsdb.OvsSet{GoSet: []any{}}
+	}
+	return ovsdb.OvsSet{GoSet: []any{s}}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
