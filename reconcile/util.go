@@ -1,0 +1,15 @@
+package reconcile
+
+import "strings"
+
+// splitComma splits a comma-separated annotation value, trimming spaces
+// and dropping empty entries.
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

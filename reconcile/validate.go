@@ -1,0 +1,135 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shardnet/shardnet/ipam"
+)
+
+// ErrInvalidAnnotation is matched (errors.Is) by every *InputError.
+var ErrInvalidAnnotation = errors.New("invalid annotation")
+
+// InputError is a pod annotation that cannot be honoured as written. It is
+// the user's to fix: the reconciler reports it with a Warning Event and
+// retries only slowly, since nothing but an edit of the pod changes it.
+type InputError struct {
+	// Key is the full annotation key.
+	Key string
+	// Value is the annotation's value as written.
+	Value string
+	// Err says what is wrong with it.
+	Err error
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("annotation %s=%q: %v", e.Key, e.Value, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Is makes every InputError match ErrInvalidAnnotation.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidAnnotation }
+
+// Request is what a pod asks of its default network, parsed and checked.
+type Request struct {
+	// Static is the ip_address annotation, if any.
+	Static ipam.Addresses
+	// MAC is the mac_address annotation, if any.
+	MAC ipam.MAC
+	// PoolList is an ip_pool annotation (the pod's, else its namespace's)
+	// that lists addresses rather than naming an IPPool.
+	PoolList []ipam.Addresses
+	// PortSecurity, Layer2Forward: the booleans of the same annotations.
+	PortSecurity  bool
+	Layer2Forward bool
+	// PortVIPs are extra addresses allowed on the port.
+	PortVIPs []netip.Addr
+	// SecurityGroups are SecurityGroup names recorded on the port.
+	SecurityGroups []string
+	// NorthGateway is the next hop for the pod's egress, if set.
+	NorthGateway netip.Addr
+	// EIP and SNAT are the NAT addresses, if set.
+	EIP, SNAT netip.Addr
+}
+
+// ParseRequest reads and checks the default-network annotations of pod
+// (and its namespace's ip_pool). Every failure is an *InputError.
+func ParseRequest(pod *corev1.Pod, ns *corev1.Namespace) (Request, error) {
+	var r Request
+	ann := pod.Annotations
+	get := func(k string) (string, string) { key := DefaultKey(k); return key, ann[key] }
+
+	if key, v := get(KeyIPAddress); v != "" {
+		a, err := ipam.ParseAddresses(v)
+		if err != nil {
+			return r, &InputError{key, v, err}
+		}
+		r.Static = a
+	}
+	if key, v := get(KeyMACAddress); v != "" {
+		m, err := ipam.ParseMAC(v)
+		if err != nil {
+			return r, &InputError{key, v, err}
+		}
+		r.MAC = m
+	}
+	key, v := get(KeyIPPool)
+	if v == "" {
+		key, v = DefaultKey(KeyIPPool), nsAnnotations(ns)[DefaultKey(KeyIPPool)]
+	}
+	if v != "" {
+		ref, err := ipam.ParseIPPoolAnnotation(v)
+		if err != nil {
+			return r, &InputError{key, v, err}
+		}
+		r.PoolList = ref.List
+	}
+	var err error
+	if r.PortSecurity, err = parseBool(ann, KeyPortSecurity); err != nil {
+		return r, err
+	}
+	if r.Layer2Forward, err = parseBool(ann, KeyLayer2Forward); err != nil {
+		return r, err
+	}
+	if key, v := get(KeyPortVIPs); v != "" {
+		for _, s := range splitComma(v) {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return r, &InputError{key, v, err}
+			}
+			r.PortVIPs = append(r.PortVIPs, a.Unmap())
+		}
+	}
+	if _, v := get(KeySecurityGroups); v != "" {
+		r.SecurityGroups = splitComma(v)
+	}
+	for _, f := range []struct {
+		key  string
+		dest *netip.Addr
+	}{{KeyNorthGateway, &r.NorthGateway}, {KeyEIP, &r.EIP}, {KeySNAT, &r.SNAT}} {
+		if key, v := get(f.key); v != "" {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return r, &InputError{key, v, err}
+			}
+			*f.dest = a.Unmap()
+		}
+	}
+	return r, nil
+}
+
+func parseBool(ann map[string]string, k string) (bool, error) {
+	key := DefaultKey(k)
+	switch v := ann[key]; v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, &InputError{key, v, errors.New(`want "true" or "false"`)}
+	}
+}
