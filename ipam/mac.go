@@ -137,4 +137,3 @@ func (s *Subnet) macOwner(m MAC) (string, bool) {
 	o, ok := s.macs.owner[m]
 	return o, ok
 }
-
