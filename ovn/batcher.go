@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -102,12 +103,15 @@ type Batcher struct {
 	mu      sync.RWMutex
 	closing bool
 
-	stop      chan struct{} // closed by Close: the loop flushes and exits
-	stopOnce  sync.Once
-	done      chan struct{}  // closed when the loop and every commit ended
-	sem       chan struct{}  // one token per transaction in flight
-	inflight  sync.WaitGroup // commit goroutines started by the loop
-	collector collector      // owned by the loop goroutine only
+	stop     chan struct{} // closed by Close: the loop flushes and exits
+	stopOnce sync.Once
+	done     chan struct{}  // closed when the loop and every commit ended
+	sem      chan struct{}  // one token per transaction in flight
+	inflight sync.WaitGroup // commit goroutines started by the loop
+	// accepted counts requests handed to the loop, so that tests can tell
+	// when a request is inside without timing it.
+	accepted  atomic.Int64
+	collector collector // owned by the loop goroutine only
 }
 
 // request is one caller's op list. done is buffered so the batcher never
@@ -185,6 +189,7 @@ func (b *Batcher) Submit(ctx context.Context, ops ...ovsdb.Operation) (Result, e
 	}
 	select {
 	case b.reqs <- r:
+		b.accepted.Add(1)
 		b.mu.RUnlock()
 	case <-ctx.Done():
 		b.mu.RUnlock()
