@@ -1,0 +1,254 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Handler processes one key. A nil error forgets the key's failures; an
+// error brings the key back with per-key exponential backoff, except the
+// errors made by Permanent (dropped) and RetryAfter (re-added after the
+// given delay, without counting as a failure).
+type Handler func(ctx context.Context, key string) error
+
+// Config configures one shard's queue. Zero fields take the documented
+// defaults.
+type Config struct {
+	// Name is the queue's metrics name, for example "pods".
+	Name string
+	// Shard labels the metrics and the logs.
+	Shard int
+	// Workers is how many keys are processed at once. Default 2.
+	Workers int
+	// BaseDelay is the first retry delay of a failing key; it doubles per
+	// failure. Default 5ms.
+	BaseDelay time.Duration
+	// MaxDelay caps the per-key delay. Default 5m.
+	MaxDelay time.Duration
+	// QPS and Burst are the overall token bucket that retries of all keys
+	// of the shard share, so that a storm of failures does not hammer the
+	// Northbound database. Defaults 50 and 500.
+	QPS   float64
+	Burst int
+	// Metrics exports the standard workqueue metrics labelled by shard; nil
+	// exports none.
+	Metrics *Metrics
+	// Clock is for tests; default the real clock.
+	Clock clock.WithTicker
+}
+
+func (c *Config) setDefaults() error {
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = 5 * time.Millisecond
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = 5 * time.Minute
+	}
+	if c.QPS == 0 {
+		c.QPS = 50
+	}
+	if c.Burst == 0 {
+		c.Burst = 500
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	switch {
+	case c.Workers < 0:
+		return fmt.Errorf("queue: workers must be positive, got %d", c.Workers)
+	case c.BaseDelay < 0 || c.MaxDelay < c.BaseDelay:
+		return fmt.Errorf("queue: need 0 < base delay (%s) <= max delay (%s)", c.BaseDelay, c.MaxDelay)
+	case c.QPS < 0 || c.Burst < 1:
+		return fmt.Errorf("queue: need qps (%g) >= 0 and burst (%d) >= 1", c.QPS, c.Burst)
+	case c.Shard < 0:
+		return fmt.Errorf("queue: shard must not be negative, got %d", c.Shard)
+	}
+	return nil
+}
+
+// Queue is the work queue of one shard. Start it once; stop it once with
+// Drain or Stop. Add and AddAfter may be called at any time and are ignored
+// once the queue is stopping.
+type Queue struct {
+	cfg     Config
+	limiter workqueue.TypedRateLimiter[string]
+	wq      workqueue.TypedRateLimitingInterface[string]
+
+	// dropping makes workers hand keys back without processing them: set
+	// when a drain runs out of time or the queue is stopped hard.
+	dropping atomic.Bool
+	// workers tracks the worker goroutines started by Start.
+	workers sync.WaitGroup
+	// started guards against a second Start.
+	started atomic.Bool
+	// stopOnce makes Drain and Stop idempotent and mutually exclusive.
+	stopOnce sync.Once
+}
+
+// New builds a shard queue.
+func New(cfg Config) (*Queue, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	limiter := workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.BaseDelay, cfg.MaxDelay),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)},
+	)
+	qc := workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock}
+	// An unnamed workqueue records no metrics, whatever global provider
+	// was set elsewhere, so the name is only given with our provider.
+	if cfg.Metrics != nil && cfg.Name != "" {
+		qc.Name = cfg.Name
+		qc.MetricsProvider = cfg.Metrics.provider(strconv.Itoa(cfg.Shard))
+	}
+	return &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc)}, nil
+}
+
+// Add queues key now; a key already waiting is not queued twice.
+func (q *Queue) Add(key string) { q.wq.Add(key) }
+
+// AddAfter queues key once d has passed (for example a grace period).
+func (q *Queue) AddAfter(key string, d time.Duration) { q.wq.AddAfter(key, d) }
+
+// Len is the number of keys waiting (not those in flight or delayed).
+func (q *Queue) Len() int { return q.wq.Len() }
+
+// Start runs cfg.Workers workers calling h until the queue stops. ctx is
+// handed to h; cancelling it does not stop the queue (Drain or Stop do).
+func (q *Queue) Start(ctx context.Context, h Handler) {
+	if !q.started.CompareAndSwap(false, true) {
+		panic("queue: Start called twice")
+	}
+	for range q.cfg.Workers {
+		q.workers.Go(func() {
+			for q.next(ctx, h) {
+			}
+		})
+	}
+}
+
+// Drain stops taking keys, lets the workers finish the keys already queued
+// until ctx is done, then drops the rest, and returns once no key is in
+// flight and every worker has exited. Delayed keys are dropped: whoever
+// takes the shard next seeds its queue from the informer cache.
+func (q *Queue) Drain(ctx context.Context) {
+	q.stopOnce.Do(func() {
+		// ShutDownWithDrain returns as soon as nothing is in flight, which can
+		// be before the queued keys were handed out: the workers' exit is
+		// what says the queue is empty.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.wq.ShutDownWithDrain()
+			q.workers.Wait()
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			q.dropping.Store(true)
+			<-done
+		}
+		q.cfg.Metrics.reset(q.cfg.Name, strconv.Itoa(q.cfg.Shard))
+	})
+}
+
+// Stop drops every queued key and returns once the keys in flight are done
+// and every worker has exited.
+func (q *Queue) Stop() {
+	q.stopOnce.Do(func() {
+		q.dropping.Store(true)
+		q.wq.ShutDownWithDrain()
+		q.workers.Wait()
+		q.cfg.Metrics.reset(q.cfg.Name, strconv.Itoa(q.cfg.Shard))
+	})
+}
+
+// next processes one key and reports whether the worker should go on. The
+// workqueue guarantees a key is never handed to two workers at once: a key
+// re-added while in flight waits until Done.
+func (q *Queue) next(ctx context.Context, h Handler) bool {
+	key, shutdown := q.wq.Get()
+	if shutdown {
+		return false
+	}
+	defer q.wq.Done(key)
+	if q.dropping.Load() {
+		q.wq.Forget(key)
+		return true
+	}
+	err := q.call(ctx, h, key)
+	logger := klog.FromContext(ctx)
+	var after *retryAfter
+	var perm *permanent
+	switch {
+	case err == nil:
+		q.wq.Forget(key)
+	case errors.As(err, &after):
+		q.wq.Forget(key)
+		q.wq.AddAfter(key, after.d)
+	case errors.As(err, &perm):
+		q.wq.Forget(key)
+		logger.Error(err, "Dropping key after a permanent error", "shard", q.cfg.Shard, "key", key)
+	default:
+		q.wq.AddRateLimited(key)
+		logger.V(2).Info("Retrying key", "shard", q.cfg.Shard, "key", key, "requeues", q.wq.NumRequeues(key), "err", err)
+	}
+	return true
+}
+
+// call runs h, turning a panic into an error so that bad input never takes
+// a worker down (the key is retried with backoff instead).
+func (q *Queue) call(ctx context.Context, h Handler, key string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			runtime.HandleErrorWithContext(ctx, nil, "Reconcile panicked", "shard", q.cfg.Shard, "key", key, "panic", r)
+			err = fmt.Errorf("reconcile of %s panicked: %v", key, r)
+		}
+	}()
+	return h(ctx, key)
+}
+
+type retryAfter struct {
+	d time.Duration
+}
+
+func (r *retryAfter) Error() string { return "retry after " + r.d.String() }
+
+// RetryAfter returns an error that makes the queue process the key again
+// after d without counting a failure (for example: the pod's node is not
+// known yet).
+func RetryAfter(d time.Duration) error { return &retryAfter{d: d} }
+
+type permanent struct{ err error }
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+// Permanent marks err as one that retrying cannot fix (malformed input): the
+// queue drops the key until it is added again by a new event.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanent{err: err}
+}
+
+// IsPermanent reports whether err was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p *permanent
+	return errors.As(err, &p)
+}

@@ -1,0 +1,316 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// wait is a liveness guard, not a timing assertion: it only keeps a broken
+// queue from hanging the test binary.
+func wait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func newQueue(t *testing.T, cfg Config) *Queue {
+	t.Helper()
+	q, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Stop)
+	return q
+}
+
+// recorder counts calls per key and closes a channel when a key is seen.
+type recorder struct {
+	mu     sync.Mutex // guards calls and seen
+	calls  map[string]int
+	seen   map[string]chan struct{}
+	result func(key string, call int) error
+}
+
+func newRecorder(result func(string, int) error) *recorder {
+	return &recorder{calls: map[string]int{}, seen: map[string]chan struct{}{}, result: result}
+}
+
+func (r *recorder) ch(key string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[key] == nil {
+		r.seen[key] = make(chan struct{})
+	}
+	return r.seen[key]
+}
+
+// handle records the call and closes the channel named "key#n".
+func (r *recorder) handle(_ context.Context, key string) error {
+	r.mu.Lock()
+	r.calls[key]++
+	n := r.calls[key]
+	r.mu.Unlock()
+	var err error
+	if r.result != nil {
+		err = r.result(key, n)
+	}
+	ch := r.ch(fmt.Sprintf("%s#%d", key, n))
+	close(ch)
+	return err
+}
+
+func (r *recorder) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[key]
+}
+
+func TestDedup(t *testing.T) {
+	q := newQueue(t, Config{Workers: 1})
+	rec := newRecorder(nil)
+	for range 3 {
+		q.Add("ns/a")
+	}
+	q.Add("ns/b")
+	q.Start(context.Background(), rec.handle)
+	wait(t, rec.ch("ns/b#1"), "ns/b")
+	q.Drain(context.Background())
+	if got := rec.count("ns/a"); got != 1 {
+		t.Fatalf("ns/a added three times before processing was handled %d times, want 1", got)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		err          error
+		wantRequeues int
+	}{
+		{"success forgets", nil, 0},
+		{"error backs off", errors.New("boom"), 1},
+		{"permanent drops", Permanent(errors.New("malformed")), 0},
+		{"retry-after is no failure", RetryAfter(time.Minute), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			q := newQueue(t, Config{Workers: 1, Clock: clk, BaseDelay: time.Second, MaxDelay: time.Hour})
+			rec := newRecorder(func(key string, n int) error {
+				if key == "bad" && n == 1 {
+					return tc.err
+				}
+				return nil
+			})
+			q.Add("bad")
+			q.Add("sentinel")
+			q.Start(context.Background(), rec.handle)
+			// One worker, FIFO: once sentinel ran, bad's outcome was applied.
+			wait(t, rec.ch("sentinel#1"), "sentinel")
+			if got := q.wq.NumRequeues("bad"); got != tc.wantRequeues {
+				t.Fatalf("NumRequeues = %d, want %d", got, tc.wantRequeues)
+			}
+			if q.Len() != 0 {
+				t.Fatalf("bad is queued again at once (Len %d); retries must be delayed or dropped", q.Len())
+			}
+			var after time.Duration
+			var ra *retryAfter
+			switch {
+			case errors.As(tc.err, &ra):
+				after = ra.d
+			case tc.err != nil && !IsPermanent(tc.err):
+				after = time.Second
+			default:
+				return
+			}
+			clk.Step(after)
+			wait(t, rec.ch("bad#2"), "the retry of bad")
+		})
+	}
+}
+
+// TestBackoff checks the limiter the queue retries with: per-key delays
+// double from BaseDelay up to MaxDelay, keys back off independently, and the
+// shared bucket spaces out retries of many keys.
+func TestBackoff(t *testing.T) {
+	q := newQueue(t, Config{BaseDelay: time.Second, MaxDelay: 10 * time.Second, QPS: 1, Burst: 100})
+	for i, want := range []time.Duration{1, 2, 4, 8, 10, 10} {
+		if got := q.limiter.When("k"); got != want*time.Second {
+			t.Fatalf("failure %d of k: delay %s, want %s", i+1, got, want*time.Second)
+		}
+	}
+	if got := q.limiter.When("other"); got != time.Second {
+		t.Fatalf("first failure of another key: delay %s, want the base delay", got)
+	}
+	q.limiter.Forget("k")
+	if got := q.limiter.When("k"); got != time.Second {
+		t.Fatalf("after Forget: delay %s, want the base delay", got)
+	}
+
+	bucket := newQueue(t, Config{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, QPS: 1, Burst: 1})
+	if got := bucket.limiter.When("a"); got > time.Millisecond {
+		t.Fatalf("first retry with a full bucket: delay %s", got)
+	}
+	if got := bucket.limiter.When("b"); got < 900*time.Millisecond {
+		t.Fatalf("second retry at 1 qps: delay %s, want about 1s from the shared bucket", got)
+	}
+}
+
+func TestAddAfter(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	q := newQueue(t, Config{Workers: 1, Clock: clk})
+	rec := newRecorder(nil)
+	q.Start(context.Background(), rec.handle)
+	q.AddAfter("later", 30*time.Second)
+	q.Add("now")
+	wait(t, rec.ch("now#1"), "now")
+	if rec.count("later") != 0 || q.Len() != 0 {
+		t.Fatal("a delayed key was handed out before its delay")
+	}
+	clk.Step(30 * time.Second)
+	wait(t, rec.ch("later#1"), "later")
+}
+
+func TestNeverTwoWorkersOnOneKey(t *testing.T) {
+	q := newQueue(t, Config{Workers: 8})
+	var inFlight [4]atomic.Int32
+	var overlap atomic.Bool
+	var done atomic.Int32
+	q.Start(context.Background(), func(_ context.Context, key string) error {
+		i := int(key[0] - 'a')
+		if inFlight[i].Add(1) > 1 {
+			overlap.Store(true)
+		}
+		for range 100 {
+			time.Sleep(0) // yield so that overlaps would show
+		}
+		inFlight[i].Add(-1)
+		done.Add(1)
+		return nil
+	})
+	for n := range 4000 {
+		q.Add(string(rune('a' + n%4)))
+	}
+	q.Drain(context.Background())
+	if overlap.Load() {
+		t.Fatal("one key was processed by two workers at once")
+	}
+	if done.Load() == 0 {
+		t.Fatal("nothing was processed")
+	}
+}
+
+func TestDrain(t *testing.T) {
+	t.Run("finishes the backlog", func(t *testing.T) {
+		q := newQueue(t, Config{Workers: 1})
+		rec := newRecorder(nil)
+		for i := range 5 {
+			q.Add(fmt.Sprint(i))
+		}
+		q.Start(context.Background(), rec.handle)
+		q.Drain(context.Background())
+		for i := range 5 {
+			if rec.count(fmt.Sprint(i)) != 1 {
+				t.Fatalf("key %d not processed by the drain", i)
+			}
+		}
+		q.Add("late")
+		if q.Len() != 0 {
+			t.Fatal("a drained queue accepted a key")
+		}
+	})
+	t.Run("drops the rest when out of time", func(t *testing.T) {
+		q := newQueue(t, Config{Workers: 1})
+		release := make(chan struct{})
+		started := make(chan struct{})
+		var calls atomic.Int32
+		for i := range 5 {
+			q.Add(fmt.Sprint(i))
+		}
+		q.Start(context.Background(), func(context.Context, string) error {
+			if calls.Add(1) == 1 {
+				close(started)
+				<-release
+			}
+			return nil
+		})
+		wait(t, started, "the first key")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		drained := make(chan struct{})
+		go func() { q.Drain(ctx); close(drained) }()
+		for !q.dropping.Load() {
+			time.Sleep(time.Millisecond) // until Drain saw its deadline
+		}
+		close(release)
+		wait(t, drained, "the drain")
+		if got := calls.Load(); got != 1 {
+			t.Fatalf("%d keys processed, want only the one in flight", got)
+		}
+	})
+}
+
+func TestPanicIsRetried(t *testing.T) {
+	q := newQueue(t, Config{Workers: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	rec := newRecorder(func(key string, n int) error {
+		if key == "bad" && n == 1 {
+			panic("malformed annotation")
+		}
+		return nil
+	})
+	q.Add("bad")
+	q.Start(context.Background(), rec.handle)
+	wait(t, rec.ch("bad#2"), "the retry after a panic")
+}
+
+func TestMetricsByShard(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMetrics(reg); err == nil {
+		t.Fatal("registering the metrics twice on one registry must fail")
+	}
+	for _, shard := range []int{3, 4} {
+		q := newQueue(t, Config{Name: "pods", Shard: shard, Workers: 1, Metrics: m})
+		rec := newRecorder(nil)
+		for i := range shard {
+			q.Add(fmt.Sprint(i))
+		}
+		q.Start(context.Background(), rec.handle)
+		q.Drain(context.Background())
+	}
+	for _, shard := range []string{"3", "4"} {
+		want := map[string]float64{"3": 3, "4": 4}[shard]
+		if got := testutil.ToFloat64(m.adds.WithLabelValues("pods", shard)); got != want {
+			t.Errorf("adds{shard=%s} = %g, want %g", shard, got, want)
+		}
+		if got := testutil.ToFloat64(m.depth.WithLabelValues("pods", shard)); got != 0 {
+			t.Errorf("depth{shard=%s} = %g after drain, want 0", shard, got)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []Config{
+		{Workers: -1},
+		{BaseDelay: time.Minute, MaxDelay: time.Second},
+		{Burst: -1},
+		{Shard: -2},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted a bad config", cfg)
+		}
+	}
+}
