@@ -116,4 +116,3 @@ func (p shardProvider) NewLongestRunningProcessorSecondsMetric(name string) work
 func (p shardProvider) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return p.m.retries.WithLabelValues(name, p.shard)
 }
-
