@@ -443,7 +443,10 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 		case idx < len(ops):
 			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeRequestError)
 			k := ownerOf(starts, idx)
-			_, opErr := ovsdb.CheckOperationResults(res[idx:idx+1], ops[idx:idx+1])
+			var opErr error = fmt.Errorf("%s: %s", res[idx].Error, res[idx].Details)
+			if errs, _ := ovsdb.CheckOperationResults(res[idx:idx+1], ops[idx:idx+1]); len(errs) > 0 {
+				opErr = errs[0]
+			}
 			op := ops[idx]
 			reqs[k].answer(Result{}, &RequestError{Index: idx - starts[k], Op: &op, Err: opErr})
 			reqs = append(reqs[:k:k], reqs[k+1:]...)

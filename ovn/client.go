@@ -229,7 +229,10 @@ func (c *Client) Ready() error {
 	if c.closed.Load() {
 		return fmt.Errorf("%w: closed", ErrNotReady)
 	}
-	if !c.nb.Connected() {
+	// libovsdb keeps Connected() true while it reconnects after the server
+	// went away; the RPC client (hence the endpoint) is gone then, and comes
+	// back only once the monitors have rebuilt the cache.
+	if !c.nb.Connected() || c.nb.CurrentEndpoint() == "" {
 		return fmt.Errorf("%w: disconnected", ErrNotReady)
 	}
 	return nil
@@ -331,9 +334,11 @@ func describeOpErrors(res []ovsdb.OperationResult, ops []ovsdb.Operation, summar
 	return summary
 }
 
-// lookup returns the cached rows of table matching probe through the first
-// schema or client index the probe sets. Rows are copies.
-func lookup[T model.Model](c *Client, table string, probe T) []T {
+// lookup returns copies of the cached rows of table matching all conds.
+// The cache answers equality on a schema or client index from the index; a
+// lookup that no index serves would scan the table, so every caller below
+// is served by one (see clientIndexes).
+func lookup[T model.Model](c *Client, table string, conds ...ovsdb.Condition) []T {
 	tc := c.nb.Cache()
 	if tc == nil {
 		return nil
@@ -342,7 +347,7 @@ func lookup[T model.Model](c *Client, table string, probe T) []T {
 	if rc == nil {
 		return nil
 	}
-	rows, err := rc.RowsByModels([]model.Model{probe})
+	rows, err := rc.RowsByCondition(conds)
 	if err != nil || len(rows) == 0 {
 		return nil
 	}
@@ -355,8 +360,8 @@ func lookup[T model.Model](c *Client, table string, probe T) []T {
 	return out
 }
 
-func lookupOne[T model.Model](c *Client, table string, probe T) (T, bool) {
-	rows := lookup(c, table, probe)
+func lookupOne[T model.Model](c *Client, table string, conds ...ovsdb.Condition) (T, bool) {
+	rows := lookup[T](c, table, conds...)
 	if len(rows) == 0 {
 		var zero T
 		return zero, false
@@ -364,9 +369,18 @@ func lookupOne[T model.Model](c *Client, table string, probe T) (T, bool) {
 	return rows[0], true
 }
 
+func eq(column string, value any) ovsdb.Condition {
+	return ovsdb.Condition{Column: column, Function: ovsdb.ConditionEqual, Value: value}
+}
+
+// hasKey matches rows whose map column holds key=value.
+func hasKey(column, key, value string) ovsdb.Condition {
+	return ovsdb.Condition{Column: column, Function: ovsdb.ConditionIncludes, Value: ovsdb.OvsMap{GoMap: map[any]any{key: value}}}
+}
+
 // Port returns the cached logical switch port with this name.
 func (c *Client) Port(name string) (*nbdb.LogicalSwitchPort, bool) {
-	return lookupOne(c, nbdb.LogicalSwitchPortTable, &nbdb.LogicalSwitchPort{Name: name})
+	return lookupOne[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable, eq("name", name))
 }
 
 // PortsByPod returns the cached ports whose external_ids:pod is pod
@@ -375,29 +389,29 @@ func (c *Client) PortsByPod(pod string) []*nbdb.LogicalSwitchPort {
 	if pod == "" {
 		return nil
 	}
-	return lookup(c, nbdb.LogicalSwitchPortTable, &nbdb.LogicalSwitchPort{ExternalIDs: map[string]string{ExternalIDPod: pod}})
+	return lookup[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable, hasKey("external_ids", ExternalIDPod, pod))
 }
 
 // Switch returns the cached logical switch with this name. Names are not
 // unique in the schema; shardnet creates one switch per subnet name.
 func (c *Client) Switch(name string) (*nbdb.LogicalSwitch, bool) {
-	return lookupOne(c, nbdb.LogicalSwitchTable, &nbdb.LogicalSwitch{Name: name})
+	return lookupOne[*nbdb.LogicalSwitch](c, nbdb.LogicalSwitchTable, eq("name", name))
 }
 
 // Router returns the cached logical router with this name.
 func (c *Client) Router(name string) (*nbdb.LogicalRouter, bool) {
-	return lookupOne(c, nbdb.LogicalRouterTable, &nbdb.LogicalRouter{Name: name})
+	return lookupOne[*nbdb.LogicalRouter](c, nbdb.LogicalRouterTable, eq("name", name))
 }
 
 // RouterPort returns the cached logical router port with this name.
 func (c *Client) RouterPort(name string) (*nbdb.LogicalRouterPort, bool) {
-	return lookupOne(c, nbdb.LogicalRouterPortTable, &nbdb.LogicalRouterPort{Name: name})
+	return lookupOne[*nbdb.LogicalRouterPort](c, nbdb.LogicalRouterPortTable, eq("name", name))
 }
 
 // PortGroup returns the cached port group with this name (without its
 // ports, which are not monitored).
 func (c *Client) PortGroup(name string) (*nbdb.PortGroup, bool) {
-	return lookupOne(c, nbdb.PortGroupTable, &nbdb.PortGroup{Name: name})
+	return lookupOne[*nbdb.PortGroup](c, nbdb.PortGroupTable, eq("name", name))
 }
 
 // global returns the cached NB_Global row.

@@ -565,8 +565,9 @@ func (c *Client) DeleteStaticRoute(router, prefix, policy, routeTable string) ([
 }
 
 func (c *Client) findRoute(router, prefix, policy, routeTable string) *nbdb.LogicalRouterStaticRoute {
-	probe := &nbdb.LogicalRouterStaticRoute{ExternalIDs: map[string]string{ExternalIDRouter: router}, IPPrefix: prefix}
-	for _, r := range lookup(c, nbdb.LogicalRouterStaticRouteTable, probe) {
+	rows := lookup[*nbdb.LogicalRouterStaticRoute](c, nbdb.LogicalRouterStaticRouteTable,
+		hasKey("external_ids", ExternalIDRouter, router), eq("ip_prefix", prefix))
+	for _, r := range rows {
 		p := string(nbdb.LogicalRouterStaticRoutePolicyDstIP)
 		if r.Policy != nil {
 			p = string(*r.Policy)
@@ -648,8 +649,9 @@ func (c *Client) DeleteReroutePolicy(router string, priority int, match string) 
 }
 
 func (c *Client) findPolicy(router string, priority int, match string) *nbdb.LogicalRouterPolicy {
-	probe := &nbdb.LogicalRouterPolicy{ExternalIDs: map[string]string{ExternalIDRouter: router}, Match: match}
-	for _, p := range lookup(c, nbdb.LogicalRouterPolicyTable, probe) {
+	rows := lookup[*nbdb.LogicalRouterPolicy](c, nbdb.LogicalRouterPolicyTable,
+		hasKey("external_ids", ExternalIDRouter, router), eq("match", match))
+	for _, p := range rows {
 		if p.ExternalIDs[ExternalIDRouter] == router && p.Match == match && p.Priority == priority {
 			return p
 		}
@@ -740,8 +742,9 @@ func (c *Client) DeleteNAT(router, typ, logicalIP string) ([]ovsdb.Operation, er
 }
 
 func (c *Client) findNAT(router string, typ nbdb.NATType, logicalIP string) *nbdb.NAT {
-	probe := &nbdb.NAT{ExternalIDs: map[string]string{ExternalIDRouter: router}, LogicalIP: logicalIP}
-	for _, n := range lookup(c, nbdb.NATTable, probe) {
+	rows := lookup[*nbdb.NAT](c, nbdb.NATTable,
+		hasKey("external_ids", ExternalIDRouter, router), eq("logical_ip", logicalIP))
+	for _, n := range rows {
 		if n.ExternalIDs[ExternalIDRouter] == router && n.LogicalIP == logicalIP && n.Type == typ {
 			return n
 		}
@@ -759,19 +762,19 @@ func (c *Client) DeletePodRouting(pod string) ([]ovsdb.Operation, error) {
 	if err := c.Ready(); err != nil {
 		return nil, err
 	}
-	byPod := map[string]string{ExternalIDPod: pod}
+	byPod := hasKey("external_ids", ExternalIDPod, pod)
 	var ops []ovsdb.Operation
-	for _, r := range lookup(c, nbdb.LogicalRouterStaticRouteTable, &nbdb.LogicalRouterStaticRoute{ExternalIDs: byPod}) {
+	for _, r := range lookup[*nbdb.LogicalRouterStaticRoute](c, nbdb.LogicalRouterStaticRouteTable, byPod) {
 		if r.ExternalIDs[ExternalIDPod] == pod {
 			ops = append(ops, deleteRouterChild(nbdb.LogicalRouterStaticRouteTable, "static_routes", r.UUID)...)
 		}
 	}
-	for _, p := range lookup(c, nbdb.LogicalRouterPolicyTable, &nbdb.LogicalRouterPolicy{ExternalIDs: byPod}) {
+	for _, p := range lookup[*nbdb.LogicalRouterPolicy](c, nbdb.LogicalRouterPolicyTable, byPod) {
 		if p.ExternalIDs[ExternalIDPod] == pod {
 			ops = append(ops, deleteRouterChild(nbdb.LogicalRouterPolicyTable, "policies", p.UUID)...)
 		}
 	}
-	for _, n := range lookup(c, nbdb.NATTable, &nbdb.NAT{ExternalIDs: byPod}) {
+	for _, n := range lookup[*nbdb.NAT](c, nbdb.NATTable, byPod) {
 		if n.ExternalIDs[ExternalIDPod] == pod {
 			ops = append(ops, deleteRouterChild(nbdb.NATTable, "nat", n.UUID)...)
 		}

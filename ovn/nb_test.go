@@ -1,0 +1,630 @@
+package ovn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/shardnet/shardnet/ovn/nbdb"
+	"github.com/shardnet/shardnet/test/harness"
+)
+
+// The tests in this file run against Debian's ovsdb-server, standalone and
+// as a 3-member RAFT cluster, started by the harness.
+
+type nbServer struct {
+	name       string
+	endpoints  []string
+	leaderOnly bool
+}
+
+func standalone(t *testing.T) nbServer {
+	nb := harness.StartNB(t)
+	return nbServer{name: "standalone", endpoints: []string{nb.Endpoint}}
+}
+
+func raft(t *testing.T) nbServer {
+	c := harness.StartNBCluster(t, 3)
+	return nbServer{name: "raft", endpoints: c.Endpoints, leaderOnly: true}
+}
+
+// bothServers runs f against a standalone server and a RAFT cluster.
+func bothServers(t *testing.T, f func(t *testing.T, s nbServer)) {
+	for _, start := range []func(*testing.T) nbServer{standalone, raft} {
+		s := start(t)
+		t.Run(s.name, func(t *testing.T) { f(t, s) })
+	}
+}
+
+func connect(t testing.TB, endpoints []string, leaderOnly bool) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, Config{Endpoints: endpoints, LeaderOnly: leaderOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// eventually polls cond (which reads the cache, updated asynchronously)
+// for up to 10 s.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// selectRows reads the server, not the cache.
+func selectRows(t testing.TB, c *Client, table string, columns ...string) []ovsdb.Row {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	op := ovsdb.Operation{Op: ovsdb.OperationSelect, Table: table, Columns: columns}
+	res, err := c.Transact(ctx, op)
+	if err != nil {
+		t.Fatalf("select %s: %v", table, err)
+	}
+	return res[0].Rows
+}
+
+func setLen(v any) int {
+	switch s := v.(type) {
+	case ovsdb.OvsSet:
+		return len(s.GoSet)
+	case ovsdb.UUID:
+		return 1
+	}
+	return 0
+}
+
+func mustTransact(t testing.TB, c *Client, ops []ovsdb.Operation) []ovsdb.OperationResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.Transact(ctx, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func makeSwitch(t testing.TB, c *Client, name string) *nbdb.LogicalSwitch {
+	t.Helper()
+	ops, _, err := c.EnsureSwitch(SwitchSpec{Name: name, CIDRs: []string{"10.16.0.0/16", "fd00:10:16::/64"}, ExcludeIPs: []string{"10.16.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTransact(t, c, ops)
+	var ls *nbdb.LogicalSwitch
+	eventually(t, "switch in cache", func() bool { var ok bool; ls, ok = c.Switch(name); return ok })
+	return ls
+}
+
+func newShardBatcher(t testing.TB, c *Client, shard int, epoch uint64, cfg BatcherConfig) *Batcher {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.TakeOver(ctx, shard, epoch); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Fence = &Fence{Shard: shard, Epoch: epoch}
+	b, err := c.NewBatcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return b
+}
+
+func TestPortLifecycleIsIdempotent(t *testing.T) {
+	bothServers(t, func(t *testing.T, s nbServer) {
+		c := connect(t, s.endpoints, s.leaderOnly)
+		ls := makeSwitch(t, c, "subnet-a")
+		other := makeSwitch(t, c, "subnet-b")
+		b := newShardBatcher(t, c, 1, 1, BatcherConfig{})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+
+		spec := PortSpec{Name: "web-0.default", Switch: "subnet-a", Pod: "default/web-0", MAC: "00:00:00:0a:0b:0c", IPs: []string{"10.16.0.5", "fd00:10:16::5"}, PortSecurity: true, VIPs: []string{"10.16.0.100"}}
+		ops, ref, err := c.EnsurePort(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.Submit(ctx, ops...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uuid := res.UUIDs[string(ref)]
+		if !ovsdb.IsValidUUID(uuid) {
+			t.Fatalf("no UUID for the inserted port: %+v", res.UUIDs)
+		}
+		eventually(t, "port in cache", func() bool { _, ok := c.Port(spec.Name); return ok })
+		p, _ := c.Port(spec.Name)
+		if p.UUID != uuid {
+			t.Errorf("cached port UUID %s, insert said %s", p.UUID, uuid)
+		}
+		if want := []string{"00:00:00:0a:0b:0c 10.16.0.5 fd00:10:16::5"}; !slices.Equal(p.Addresses, want) {
+			t.Errorf("addresses %q, want %q", p.Addresses, want)
+		}
+		if want := []string{"00:00:00:0a:0b:0c 10.16.0.5 fd00:10:16::5 10.16.0.100"}; !slices.Equal(p.PortSecurity, want) {
+			t.Errorf("port_security %q, want %q", p.PortSecurity, want)
+		}
+		if p.ExternalIDs["pod"] != "default/web-0" || p.ExternalIDs["ls"] != "subnet-a" || p.ExternalIDs["vendor"] != DefaultVendor {
+			t.Errorf("external_ids %v", p.ExternalIDs)
+		}
+		if got := c.PortsByPod("default/web-0"); len(got) != 1 || got[0].UUID != uuid {
+			t.Errorf("PortsByPod = %v", got)
+		}
+
+		// A rerun with the same spec has nothing to do.
+		if ops, _, err := c.EnsurePort(spec); err != nil || len(ops) != 0 {
+			t.Fatalf("rerun: %d ops, %v; want none", len(ops), err)
+		}
+
+		// An update changes the row in place and keeps foreign keys.
+		mustTransact(t, c, []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: uuidWhere(uuid),
+			Mutations: []ovsdb.Mutation{{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{"owner": "someone-else"}}}}}})
+		eventually(t, "foreign key in cache", func() bool { p, _ := c.Port(spec.Name); return p.ExternalIDs["owner"] != "" })
+		spec.IPs = []string{"10.16.0.6"}
+		spec.Layer2Forward = true
+		spec.Switch = "subnet-b"
+		ops, ref, err = c.EnsurePort(spec)
+		if err != nil || len(ops) == 0 {
+			t.Fatalf("update: %d ops, %v", len(ops), err)
+		}
+		if Ref(uuid) != ref {
+			t.Errorf("update ref %s, want the existing UUID %s", ref, uuid)
+		}
+		if _, err := b.Submit(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "update in cache", func() bool { p, _ := c.Port(spec.Name); return p.ExternalIDs["ls"] == "subnet-b" })
+		p, _ = c.Port(spec.Name)
+		if want := []string{"00:00:00:0a:0b:0c 10.16.0.6", "unknown"}; !sameSet(p.Addresses, want) {
+			t.Errorf("addresses after update %q, want %q", p.Addresses, want)
+		}
+		if p.ExternalIDs["owner"] != "someone-else" {
+			t.Errorf("update rewrote a foreign external id: %v", p.ExternalIDs)
+		}
+		if ops, _, _ := c.EnsurePort(spec); len(ops) != 0 {
+			t.Errorf("rerun after update: %d ops, want none", len(ops))
+		}
+		switchPorts := func() map[string]int {
+			out := map[string]int{}
+			for _, r := range selectRows(t, c, nbdb.LogicalSwitchTable, "name", "ports") {
+				out[r["name"].(string)] = setLen(r["ports"])
+			}
+			return out
+		}
+		if got := switchPorts(); got[ls.Name] != 0 || got[other.Name] != 1 {
+			t.Errorf("switch ports after the move: %v", got)
+		}
+
+		// Delete, then delete again.
+		ops, err = c.DeletePodPorts("default/web-0")
+		if err != nil || len(ops) == 0 {
+			t.Fatalf("delete: %d ops, %v", len(ops), err)
+		}
+		if _, err := b.Submit(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "port gone from cache", func() bool { _, ok := c.Port(spec.Name); return !ok })
+		if n := len(selectRows(t, c, nbdb.LogicalSwitchPortTable, "name")); n != 0 {
+			t.Errorf("%d ports left after delete", n)
+		}
+		if got := switchPorts(); got[other.Name] != 0 {
+			t.Errorf("switch still references the deleted port: %v", got)
+		}
+		if ops, err := c.DeletePort(spec.Name); err != nil || len(ops) != 0 {
+			t.Errorf("second delete: %d ops, %v; want none", len(ops), err)
+		}
+	})
+}
+
+func TestTenThousandPortsFrom64GoroutinesLandOnce(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	makeSwitch(t, c, "bulk")
+	m := &countingMetrics{}
+	b := newShardBatcher(t, c, 2, 1, BatcherConfig{Metrics: m})
+	const total, workers = 10000, 64
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var next atomic.Int64
+	var failures atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total || ctx.Err() != nil {
+					return
+				}
+				ops, _, err := c.EnsurePort(bulkPort(i))
+				if err == nil {
+					_, err = b.Submit(ctx, ops...)
+				}
+				if err != nil {
+					failures.Add(1)
+					t.Errorf("port %d: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failures.Load() > 0 {
+		t.Fatalf("%d submits failed", failures.Load())
+	}
+	rows := selectRows(t, c, nbdb.LogicalSwitchPortTable, "name")
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r["name"].(string)]++
+	}
+	if len(rows) != total || len(seen) != total {
+		t.Fatalf("%d rows with %d names, want %d of each", len(rows), len(seen), total)
+	}
+	for i := range total {
+		if seen[bulkPort(i).Name] != 1 {
+			t.Fatalf("port %d present %d times", i, seen[bulkPort(i).Name])
+		}
+	}
+	for _, r := range selectRows(t, c, nbdb.LogicalSwitchTable, "name", "ports") {
+		if r["name"] == "bulk" && setLen(r["ports"]) != total {
+			t.Fatalf("switch holds %d ports, want %d", setLen(r["ports"]), total)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.outcomes[OutcomeCommitted] >= total {
+		t.Errorf("%d transactions for %d ports: nothing was batched", m.outcomes[OutcomeCommitted], total)
+	}
+	t.Logf("%d ports in %d transactions", total, m.outcomes[OutcomeCommitted])
+}
+
+func bulkPort(i int) PortSpec {
+	return PortSpec{
+		Name: fmt.Sprintf("pod-%05d.bulk", i), Switch: "bulk", Pod: fmt.Sprintf("bulk/pod-%05d", i),
+		MAC: fmt.Sprintf("00:00:0a:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
+		IPs: []string{fmt.Sprintf("10.16.%d.%d", i>>8&0xff, i&0xff)},
+	}
+}
+
+func TestBatchWithBadRequestsCommitsTheOthers(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	makeSwitch(t, c, "bulk")
+	m := &countingMetrics{}
+	// Nine requests of three ops fill the cap exactly; the hour-long linger
+	// makes sure they travel in one transaction.
+	b := newShardBatcher(t, c, 3, 1, BatcherConfig{Metrics: m, MaxOps: 27, Linger: time.Hour})
+	existing := PortSpec{Name: "existing", Switch: "bulk"}
+	ops, _, err := c.EnsurePort(existing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTransact(t, c, ops)
+	reqs := make([][]ovsdb.Operation, 9)
+	for i := range reqs {
+		spec := bulkPort(i)
+		switch i {
+		case 6:
+			// The same name as port 5: a unique index violation at commit.
+			spec.Name = bulkPort(5).Name
+		}
+		ops, _, err := c.EnsurePort(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			// An insert under a name that is taken (a cache that lags
+			// would build it): the server refuses the commit (unique
+			// index), naming no op.
+			ops[0].Row["name"] = existing.Name
+		}
+		if i == 7 {
+			// An out-of-range tag: an op error the server pins to the op.
+			ops[0].Row["tag_request"] = 5000
+		}
+		reqs[i] = ops
+	}
+	_, errs := submitAll(t, b, reqs)
+	var bad []int
+	for i, err := range errs {
+		var re *RequestError
+		if err != nil {
+			if !errors.As(err, &re) {
+				t.Errorf("request %d: %v is not a RequestError", i, err)
+			}
+			bad = append(bad, i)
+		}
+	}
+	// Of 5 and 6 (same name) exactly one wins; which depends on arrival.
+	if !(slices.Equal(bad, []int{2, 5, 7}) || slices.Equal(bad, []int{2, 6, 7})) {
+		t.Fatalf("failed requests %v (errors %v), want 2, 7 and one of 5/6", bad, errs)
+	}
+	names := map[string]bool{}
+	for _, r := range selectRows(t, c, nbdb.LogicalSwitchPortTable, "name", "addresses") {
+		names[r["name"].(string)] = true
+		if r["name"] == existing.Name && setLen(r["addresses"]) != 0 {
+			t.Errorf("the failed request changed the existing port: %v", r)
+		}
+	}
+	for i := range 9 {
+		want := i != 2 && i != 6 && i != 7
+		if names[bulkPort(i).Name] != want {
+			t.Errorf("port %d present=%v, want %v", i, !want, want)
+		}
+	}
+	if m.splits == 0 {
+		t.Error("commit errors were isolated without splitting the batch")
+	}
+	if m.outcomes[OutcomeRequestError] == 0 {
+		t.Error("the op error was not reported as a request error")
+	}
+}
+
+func TestStaleEpochBatchIsRejectedAfterTakeOver(t *testing.T) {
+	bothServers(t, func(t *testing.T, s nbServer) {
+		c := connect(t, s.endpoints, s.leaderOnly)
+		makeSwitch(t, c, "bulk")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		old := newShardBatcher(t, c, 5, 1, BatcherConfig{})
+		// Another shard's owner moves on concurrently; shard 5 must not
+		// notice.
+		neighbour := newShardBatcher(t, c, 6, 3, BatcherConfig{})
+		submitPort := func(b *Batcher, i int) error {
+			ops, _, err := c.EnsurePort(bulkPort(i))
+			if err != nil {
+				return err
+			}
+			_, err = b.Submit(ctx, ops...)
+			return err
+		}
+		if err := submitPort(old, 0); err != nil {
+			t.Fatalf("current epoch: %v", err)
+		}
+		if err := submitPort(neighbour, 1); err != nil {
+			t.Fatalf("neighbour shard: %v", err)
+		}
+
+		if err := c.TakeOver(ctx, 5, 2); err != nil {
+			t.Fatal(err)
+		}
+		err := submitPort(old, 2)
+		var se *StaleEpochError
+		if !errors.As(err, &se) || !errors.Is(err, ErrStaleEpoch) || se.Shard != 5 || se.Epoch != 1 {
+			t.Fatalf("stale batch: %v, want StaleEpochError for shard 5 epoch 1", err)
+		}
+		for _, r := range selectRows(t, c, nbdb.LogicalSwitchPortTable, "name") {
+			if r["name"] == bulkPort(2).Name {
+				t.Fatal("the stale batch changed the database")
+			}
+		}
+		eventually(t, "epoch 2 in cache", func() bool { e, _ := c.Epoch(5); return e == 2 })
+		if e, _ := c.Epoch(6); e != 3 {
+			t.Errorf("shard 6 epoch %d, want 3 (lost by a concurrent take-over?)", e)
+		}
+
+		current, err := c.NewBatcher(BatcherConfig{Fence: &Fence{Shard: 5, Epoch: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer current.Close(ctx)
+		if err := submitPort(current, 2); err != nil {
+			t.Fatalf("new epoch: %v", err)
+		}
+		// Epochs only grow; retaking the current one is a no-op.
+		if err := c.TakeOver(ctx, 5, 1); !errors.Is(err, ErrStaleEpoch) {
+			t.Errorf("take-over with an older epoch: %v, want ErrStaleEpoch", err)
+		}
+		if err := c.TakeOver(ctx, 5, 2); err != nil {
+			t.Errorf("retaking the current epoch: %v", err)
+		}
+	})
+}
+
+func TestRoutingOpsAreIdempotent(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	makeSwitch(t, c, "ovn-default")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := newShardBatcher(t, c, 1, 1, BatcherConfig{})
+
+	// apply runs build, submits its ops and then checks that a rerun
+	// builds none.
+	apply := func(what string, build func() ([]ovsdb.Operation, error)) {
+		t.Helper()
+		ops, err := build()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(ops) == 0 {
+			t.Fatalf("%s: no ops on first run", what)
+		}
+		if _, err := b.Submit(ctx, ops...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var last []ovsdb.Operation
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ops, err := build()
+			if err == nil && len(ops) == 0 {
+				break
+			}
+			last = ops
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: a rerun still builds %+v (%v)", what, last, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	apply("router", func() ([]ovsdb.Operation, error) {
+		ops, _, err := c.EnsureRouter(RouterSpec{Name: "ovn-cluster"})
+		return ops, err
+	})
+	apply("router port", func() ([]ovsdb.Operation, error) {
+		return c.EnsureRouterPort(RouterPortSpec{Router: "ovn-cluster", Switch: "ovn-default", RouterPort: "ovn-cluster-ovn-default",
+			SwitchPort: "ovn-default-ovn-cluster", MAC: "00:00:00:aa:bb:cc", Networks: []string{"10.16.0.1/16"}})
+	})
+	apply("port group", func() ([]ovsdb.Operation, error) {
+		ops, _, err := c.EnsurePortGroup("node1", map[string]string{"node": "node1"})
+		return ops, err
+	})
+	apply("pod port", func() ([]ovsdb.Operation, error) {
+		ops, _, err := c.EnsurePort(PortSpec{Name: "p.ns", Switch: "ovn-default", Pod: "ns/p", MAC: "00:00:00:00:00:01", IPs: []string{"10.16.0.9"}})
+		return ops, err
+	})
+	apply("static route", func() ([]ovsdb.Operation, error) {
+		return c.EnsureStaticRoute(RouteSpec{Router: "ovn-cluster", Prefix: "10.16.0.9", Nexthop: "100.64.0.2", Policy: "src-ip", Pod: "ns/p"})
+	})
+	apply("reroute policy", func() ([]ovsdb.Operation, error) {
+		return c.EnsureReroutePolicy(PolicySpec{Router: "ovn-cluster", Priority: 31000, Match: "ip4.src == 10.16.0.9", Nexthops: []string{"10.16.0.254"}, Pod: "ns/p"})
+	})
+	apply("eip", func() ([]ovsdb.Operation, error) {
+		return c.EnsureNAT(NATSpec{Router: "ovn-cluster", Type: "dnat_and_snat", ExternalIP: "172.18.0.10", LogicalIP: "10.16.0.9", Pod: "ns/p"})
+	})
+	apply("snat", func() ([]ovsdb.Operation, error) {
+		return c.EnsureNAT(NATSpec{Router: "ovn-cluster", Type: "snat", ExternalIP: "172.18.0.11", LogicalIP: "10.16.0.9", Pod: "ns/p"})
+	})
+	// Membership is a set mutation: adding twice leaves one member.
+	p, _ := c.Port("p.ns")
+	for range 2 {
+		ops, err := c.AddToPortGroup("node1", Ref(p.UUID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Submit(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range selectRows(t, c, nbdb.PortGroupTable, "name", "ports") {
+		if r["name"] == "node1" && setLen(r["ports"]) != 1 {
+			t.Errorf("port group has %d members, want 1", setLen(r["ports"]))
+		}
+	}
+	// A changed next hop updates the route in place.
+	ops, err := c.EnsureStaticRoute(RouteSpec{Router: "ovn-cluster", Prefix: "10.16.0.9", Nexthop: "100.64.0.3", Policy: "src-ip", Pod: "ns/p"})
+	if err != nil || len(ops) != 1 || ops[0].Op != ovsdb.OperationUpdate {
+		t.Fatalf("next hop change: %v, %v; want one update", ops, err)
+	}
+	if _, err := b.Submit(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	routes := selectRows(t, c, nbdb.LogicalRouterStaticRouteTable, "nexthop")
+	if len(routes) != 1 || routes[0]["nexthop"] != "100.64.0.3" {
+		t.Errorf("routes %v, want one with next hop 100.64.0.3", routes)
+	}
+
+	counts := func() map[string]int {
+		out := map[string]int{}
+		for _, table := range []string{nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.NATTable, nbdb.LogicalRouterPortTable} {
+			out[table] = len(selectRows(t, c, table, "_uuid"))
+		}
+		for _, r := range selectRows(t, c, nbdb.LogicalRouterTable, "static_routes", "policies", "nat", "ports") {
+			out["lr.static_routes"] += setLen(r["static_routes"])
+			out["lr.policies"] += setLen(r["policies"])
+			out["lr.nat"] += setLen(r["nat"])
+			out["lr.ports"] += setLen(r["ports"])
+		}
+		return out
+	}
+	want := map[string]int{nbdb.LogicalRouterStaticRouteTable: 1, nbdb.LogicalRouterPolicyTable: 1, nbdb.NATTable: 2, nbdb.LogicalRouterPortTable: 1,
+		"lr.static_routes": 1, "lr.policies": 1, "lr.nat": 2, "lr.ports": 1}
+	if got := counts(); !mapsEqual(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+
+	// The pod goes: its routing and port go by the pod index.
+	ops, err = c.DeletePodRouting("ns/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	portOps, err := c.DeletePodPorts("ns/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Submit(ctx, append(ops, portOps...)...); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]int{nbdb.LogicalRouterStaticRouteTable: 0, nbdb.LogicalRouterPolicyTable: 0, nbdb.NATTable: 0, nbdb.LogicalRouterPortTable: 1,
+		"lr.static_routes": 0, "lr.policies": 0, "lr.nat": 0, "lr.ports": 1}
+	if got := counts(); !mapsEqual(got, want) {
+		t.Errorf("rows after the pod's delete %v, want %v", got, want)
+	}
+	for _, r := range selectRows(t, c, nbdb.PortGroupTable, "name", "ports") {
+		if r["name"] == "node1" && setLen(r["ports"]) != 0 {
+			t.Errorf("port group still holds %d members", setLen(r["ports"]))
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReadinessFollowsTheConnection(t *testing.T) {
+	nb := harness.StartNB(t)
+	c := connect(t, []string{nb.Endpoint}, false)
+	if err := c.Ready(); err != nil {
+		t.Fatalf("connected client not ready: %v", err)
+	}
+	nb.Stop()
+	eventually(t, "unready after the server stopped", func() bool { return errors.Is(c.Ready(), ErrNotReady) })
+	if _, _, err := c.EnsurePort(bulkPort(0)); !errors.Is(err, ErrNotReady) {
+		t.Errorf("builder on a disconnected client: %v, want ErrNotReady", err)
+	}
+}
+
+func TestUnixEndpoint(t *testing.T) {
+	nb := harness.StartNB(t)
+	c := connect(t, []string{nb.Unix}, false)
+	makeSwitch(t, c, "via-unix")
+	if got := c.Endpoint(); got != nb.Unix {
+		t.Errorf("endpoint %q, want %q", got, nb.Unix)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []Config{
+		{},
+		{Endpoints: []string{"http://x"}},
+		{Endpoints: []string{"ssl:127.0.0.1:6641"}},
+		{Endpoints: []string{"tcp:"}},
+		{Endpoints: []string{"tcp:127.0.0.1:1"}, MinBackoff: time.Second, MaxBackoff: time.Millisecond},
+		{Endpoints: []string{"tcp:127.0.0.1:1"}, ConnectTimeout: time.Minute, InactivityProbe: time.Second},
+	} {
+		if _, err := NewClient(context.Background(), cfg); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+}
