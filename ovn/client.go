@@ -109,6 +109,8 @@ type Client struct {
 	// closed is set once by Close; Ready reports false from then on.
 	closed    atomic.Bool
 	closeOnce sync.Once
+	stop      chan struct{}  // closed by Close: stops the prober
+	probers   sync.WaitGroup // the prober goroutine
 }
 
 // Client indexes, beyond the schema's unique indexes (Logical_Switch_Port,
@@ -159,11 +161,10 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.TLS != nil {
 		opts = append(opts, client.WithTLSConfig(cfg.TLS))
 	}
-	if cfg.InactivityProbe > 0 {
-		opts = append(opts, client.WithInactivityCheck(cfg.InactivityProbe, cfg.ConnectTimeout, bo))
-	} else {
-		opts = append(opts, client.WithReconnect(cfg.ConnectTimeout, bo))
-	}
+	// libovsdb's own inactivity check (WithInactivityCheck) races its
+	// traffic channel against the reconnect path (a send on a channel being
+	// closed), so the client runs its own prober instead.
+	opts = append(opts, client.WithReconnect(cfg.ConnectTimeout, bo))
 	nb, err := client.NewOVSDBClient(dbModel, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("ovn: creating NB client: %w", err)
@@ -178,7 +179,37 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		nb.Close()
 		return nil, fmt.Errorf("ovn: starting NB monitor: %w", err)
 	}
-	return &Client{nb: nb}, nil
+	c := &Client{nb: nb, stop: make(chan struct{})}
+	if cfg.InactivityProbe > 0 {
+		c.probers.Add(1)
+		go c.probe(cfg.InactivityProbe)
+	}
+	return c, nil
+}
+
+// probe sends an echo every interval while connected and drops a connection
+// whose echo is not answered within the interval, so that a silent peer (a
+// partition rather than a closed socket) leads to a reconnect.
+func (c *Client) probe(interval time.Duration) {
+	defer c.probers.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		if c.Ready() != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		err := c.nb.Echo(ctx)
+		cancel()
+		if err != nil && c.Ready() == nil {
+			c.nb.Disconnect()
+		}
+	}
 }
 
 // monitorRequest lists the tables and columns the reconciler reads. Large
@@ -218,6 +249,8 @@ func monitorRequest(nb client.Client) *client.Monitor {
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		close(c.stop)
+		c.probers.Wait()
 		c.nb.Close()
 	})
 }
