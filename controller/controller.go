@@ -1,0 +1,310 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	"github.com/shardnet/shardnet/queue"
+	"github.com/shardnet/shardnet/shard"
+)
+
+// Controller is one replica of the sharded runtime.
+type Controller struct {
+	cfg       Config
+	informers *Informers
+	coord     *shard.Coordinator
+	queueMet  *queue.Metrics
+	met       *metrics
+
+	// mu guards runs: the shards whose queue takes keys right now. Event
+	// handlers read it for every pod event, so it is a RWMutex.
+	mu   sync.RWMutex
+	runs map[int]*shardRun
+
+	// synced is set once the informers have synced; running while Run runs.
+	synced  atomic.Bool
+	running atomic.Bool
+	// started makes Run single-use.
+	started atomic.Bool
+}
+
+// shardRun is one running shard term.
+type shardRun struct {
+	epoch uint64
+	q     *queue.Queue
+	rec   Reconciler
+	// cancel ends the context the reconcilers of this term get.
+	cancel context.CancelFunc
+}
+
+var _ shard.Holder = (*holder)(nil)
+
+// holder adapts Controller to shard.Holder without exporting the methods.
+type holder Controller
+
+// New validates cfg, fills in its defaults and builds the clients and
+// informers; nothing talks to the API server before Run.
+func New(cfg Config) (*Controller, error) {
+	rc, err := cfg.complete()
+	if err != nil {
+		return nil, fmt.Errorf("controller config: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	crds, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building the CRD client: %w", err)
+	}
+	c := &Controller{cfg: cfg, runs: map[int]*shardRun{}}
+	if c.informers, err = newInformers(kube, crds, cfg.Shards, cfg.ResyncPeriod); err != nil {
+		return nil, err
+	}
+	if cfg.Registerer != nil {
+		if c.queueMet, err = queue.NewMetrics(cfg.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	if c.met, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	if _, err := c.informers.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueObj,
+		UpdateFunc: func(old, obj any) {
+			if o, n := old.(interface{ GetResourceVersion() string }), obj.(interface{ GetResourceVersion() string }); o.GetResourceVersion() != n.GetResourceVersion() {
+				c.enqueueObj(obj)
+			}
+		},
+		DeleteFunc: c.enqueueObj,
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	if cfg.Setup != nil {
+		if err := cfg.Setup(c.informers); err != nil {
+			return nil, fmt.Errorf("informer setup: %w", err)
+		}
+	}
+	c.coord, err = shard.NewCoordinator(shard.Config{
+		Client:          kube,
+		Namespace:       cfg.Namespace,
+		Identity:        cfg.Identity,
+		Name:            cfg.LeaseName,
+		Shards:          cfg.Shards,
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
+		RenewInterval:   cfg.RenewInterval,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Holder:          (*holder)(c),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Informers returns the shared caches.
+func (c *Controller) Informers() *Informers { return c.informers }
+
+// Run starts the informers, waits for them, joins the shard membership and
+// runs until ctx ends; then it hands its shards over (see
+// shard.Coordinator.Run) and returns nil. Run may be called once.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("controller: Run called twice")
+	}
+	c.running.Store(true)
+	defer c.running.Store(false)
+	logger := klog.FromContext(ctx).WithValues("identity", c.cfg.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	// The caches must outlive ctx: the handoff after ctx ends still reads
+	// them (seeding on the new owner, draining here).
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		stopInformers()
+		c.informers.Kube.Shutdown()
+		c.informers.CRDs.Shutdown()
+	}()
+	c.informers.Kube.Start(infCtx.Done())
+	c.informers.CRDs.Start(infCtx.Done())
+	for typ, ok := range c.informers.Kube.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
+		}
+	}
+	for typ, ok := range c.informers.CRDs.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
+		}
+	}
+	c.synced.Store(true)
+	logger.Info("Caches synced; joining the shard membership")
+	return c.coord.Run(ctx)
+}
+
+// Ready reports whether the replica can take work: caches synced, member
+// Lease renewed within the renew deadline, and every ReadyCheck passes.
+func (c *Controller) Ready() bool {
+	if !c.running.Load() || !c.synced.Load() || c.coord.Healthy() != nil {
+		return false
+	}
+	for _, check := range c.cfg.ReadyChecks {
+		if check() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Healthy returns an error once Run has returned (or never started), for a
+// liveness probe. A replica that lost its membership is not ready but still
+// healthy: it rejoins by itself when the API server answers again.
+func (c *Controller) Healthy() error {
+	if !c.running.Load() {
+		return errors.New("controller is not running")
+	}
+	return nil
+}
+
+// IsLeader reports whether this replica writes the shard assignment.
+func (c *Controller) IsLeader() bool { return c.coord.IsLeader() }
+
+// Owned returns the shards running on this replica with their epochs.
+func (c *Controller) Owned() map[int]uint64 { return c.coord.Owned() }
+
+// Enqueue adds a pod key to its shard's queue if this replica runs that
+// shard, and drops it otherwise (the owner sees the same events). It
+// reports whether the key was queued.
+func (c *Controller) Enqueue(key string) bool {
+	s := shard.Of(key, c.cfg.Shards)
+	c.mu.RLock()
+	run := c.runs[s]
+	c.mu.RUnlock()
+	if run == nil {
+		return false
+	}
+	run.q.Add(key)
+	return true
+}
+
+func (c *Controller) enqueueObj(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		runtime.HandleError(fmt.Errorf("pod event without a key: %w", err))
+		return
+	}
+	c.Enqueue(key)
+}
+
+// Acquire builds the reconciler and the queue of a shard term, calls
+// OnAcquire, seeds the queue from the cache and starts the workers.
+func (h *holder) Acquire(ctx context.Context, s int, epoch uint64) error {
+	c := (*Controller)(h)
+	logger := klog.FromContext(ctx).WithValues("shard", s, "epoch", epoch)
+	q, err := queue.New(queue.Config{
+		Name:      "pods",
+		Shard:     s,
+		Workers:   c.cfg.WorkersPerShard,
+		BaseDelay: c.cfg.Queue.BaseDelay,
+		MaxDelay:  c.cfg.Queue.MaxDelay,
+		QPS:       c.cfg.Queue.QPS,
+		Burst:     c.cfg.Queue.Burst,
+		Metrics:   c.queueMet,
+	})
+	if err != nil {
+		return err
+	}
+	rec, err := c.cfg.NewReconciler(ShardContext{Shard: s, Epoch: epoch, Shards: c.cfg.Shards, Informers: c.informers, Queue: q})
+	if err != nil {
+		q.Stop()
+		return fmt.Errorf("making the reconciler of shard %d: %w", s, err)
+	}
+	if hooks, ok := rec.(ShardHooks); ok {
+		if err := hooks.OnAcquire(ctx, s, epoch); err != nil {
+			q.Stop()
+			return fmt.Errorf("acquiring shard %d at epoch %d: %w", s, epoch, err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(klog.NewContext(ctx, logger))
+	run := &shardRun{epoch: epoch, q: q, rec: rec, cancel: cancel}
+	// Publish before seeding: an event that arrives in between is queued
+	// by the handler, one that came before is already in the cache we list.
+	c.mu.Lock()
+	c.runs[s] = run
+	c.mu.Unlock()
+	keys, err := c.informers.PodKeys(s)
+	if err != nil {
+		logger.Error(err, "Listing the shard's pods; relying on events")
+	}
+	for _, k := range keys {
+		q.Add(k)
+	}
+	q.Start(runCtx, rec.Reconcile)
+	c.met.acquired(s)
+	logger.Info("Shard acquired", "pods", len(keys))
+	return nil
+}
+
+// Release stops routing keys, drains the queue (DrainTimeout), then calls
+// OnRelease so the reconciler flushes before the acknowledgement.
+func (h *holder) Release(ctx context.Context, s int, epoch uint64) {
+	c := (*Controller)(h)
+	run := c.detach(s, epoch)
+	if run == nil {
+		return
+	}
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.DrainTimeout)
+	defer cancel()
+	run.q.Drain(dctx)
+	if hooks, ok := run.rec.(ShardHooks); ok {
+		if err := hooks.OnRelease(ctx, s, epoch); err != nil {
+			klog.FromContext(ctx).Error(err, "Flushing released shard", "shard", s, "epoch", epoch)
+		}
+	}
+	run.cancel()
+	c.met.released(s, "handoff", time.Since(start))
+	klog.FromContext(ctx).Info("Shard released", "shard", s, "epoch", epoch, "took", time.Since(start))
+}
+
+// Abandon stops a shard at once: reconcilers see their context cancelled,
+// queued keys are dropped, and OnRelease gets a cancelled context.
+func (h *holder) Abandon(s int, epoch uint64) {
+	c := (*Controller)(h)
+	run := c.detach(s, epoch)
+	if run == nil {
+		return
+	}
+	start := time.Now()
+	run.cancel()
+	run.q.Stop()
+	if hooks, ok := run.rec.(ShardHooks); ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = hooks.OnRelease(ctx, s, epoch)
+	}
+	c.met.released(s, "abandon", time.Since(start))
+	klog.Background().Info("Shard abandoned", "shard", s, "epoch", epoch)
+}
+
+func (c *Controller) detach(s int, epoch uint64) *shardRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	run := c.runs[s]
+	if run == nil || run.epoch != epoch {
+		return nil
+	}
+	delete(c.runs, s)
+	return run
+}

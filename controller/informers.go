@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	"github.com/shardnet/shardnet/api/client/informers/externalversions"
+	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
+	shardnetlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/shard"
+)
+
+// ShardIndex is the pod indexer that maps a shard number (decimal) to its
+// pods, so seeding a queue does not scan every pod.
+const ShardIndex = "shardnet.io/shard"
+
+// Informers are the caches every shard shares. All replicas watch all
+// objects, so a replica takes any shard over warm.
+type Informers struct {
+	// Kube and CRDs are the factories; more informers may be requested from
+	// them in Config.Setup.
+	Kube informers.SharedInformerFactory
+	CRDs externalversions.SharedInformerFactory
+
+	Pods       cache.SharedIndexInformer
+	PodLister  corelisters.PodLister
+	Namespaces corelisters.NamespaceLister
+	Nodes      corelisters.NodeLister
+	Subnets    kubeovnlisters.SubnetLister
+	IPPools    kubeovnlisters.IPPoolLister
+	IPs        kubeovnlisters.IPLister
+	Vpcs       kubeovnlisters.VpcLister
+	Vlans      kubeovnlisters.VlanLister
+	Vips       kubeovnlisters.VipLister
+	Claims     shardnetlisters.AddressClaimLister
+
+	shards int
+}
+
+func newInformers(kube kubernetes.Interface, crds versioned.Interface, shards int, resync time.Duration) (*Informers, error) {
+	inf := &Informers{shards: shards}
+	inf.Kube = informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(TrimPod))
+	inf.CRDs = externalversions.NewSharedInformerFactoryWithOptions(crds, resync, externalversions.WithTransform(dropManagedFields))
+	pods := inf.Kube.Core().V1().Pods()
+	inf.Pods = pods.Informer()
+	if err := inf.Pods.AddIndexers(cache.Indexers{ShardIndex: func(obj any) ([]string, error) {
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return nil, err
+		}
+		return []string{strconv.Itoa(shard.Of(key, shards))}, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("adding the shard index: %w", err)
+	}
+	inf.PodLister = pods.Lister()
+	inf.Namespaces = inf.Kube.Core().V1().Namespaces().Lister()
+	inf.Nodes = inf.Kube.Core().V1().Nodes().Lister()
+	ko := inf.CRDs.Kubeovn().V1()
+	inf.Subnets = ko.Subnets().Lister()
+	inf.IPPools = ko.IPPools().Lister()
+	inf.IPs = ko.IPs().Lister()
+	inf.Vpcs = ko.Vpcs().Lister()
+	inf.Vlans = ko.Vlans().Lister()
+	inf.Vips = ko.Vips().Lister()
+	inf.Claims = inf.CRDs.Shardnet().V1alpha1().AddressClaims().Lister()
+	return inf, nil
+}
+
+// PodKeys returns the keys of the cached pods of one shard.
+func (inf *Informers) PodKeys(s int) ([]string, error) {
+	return inf.Pods.GetIndexer().IndexKeys(ShardIndex, strconv.Itoa(s))
+}
+
+// Shards is S.
+func (inf *Informers) Shards() int { return inf.shards }
+
+// TrimPod is the pod informer's transform: it keeps only what reconcilers
+// read, which is most of the memory of 100k cached pods. Kept: the object
+// metadata without managedFields (labels, annotations, owner references,
+// UID, resourceVersion, deletion timestamp), spec.nodeName,
+// spec.hostNetwork, and status.phase, podIP(s) and hostIP(s). Other objects
+// only lose their managedFields.
+func TrimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return dropManagedFields(obj)
+	}
+	meta := *p.ObjectMeta.DeepCopy()
+	meta.ManagedFields = nil
+	return &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			NodeName:    p.Spec.NodeName,
+			HostNetwork: p.Spec.HostNetwork,
+		},
+		Status: corev1.PodStatus{
+			Phase:   p.Status.Phase,
+			PodIP:   p.Status.PodIP,
+			PodIPs:  p.Status.PodIPs,
+			HostIP:  p.Status.HostIP,
+			HostIPs: p.Status.HostIPs,
+		},
+	}, nil
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the shard ownership metrics; a nil *metrics records nothing.
+type metrics struct {
+	owned    prometheus.Gauge
+	acquires prometheus.Counter
+	releases *prometheus.CounterVec
+	release  *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &metrics{
+		owned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shardnet_shards_owned", Help: "Shards running on this replica.",
+		}),
+		acquires: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardnet_shard_acquisitions_total", Help: "Shards this replica started.",
+		}),
+		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardnet_shard_releases_total", Help: "Shards this replica stopped, by mode (handoff or abandon).",
+		}, []string{"mode"}),
+		release: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shardnet_shard_release_duration_seconds", Help: "Time from the order to release a shard to the end of its flush.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"mode"}),
+	}
+	for _, c := range []prometheus.Collector{m.owned, m.acquires, m.releases, m.release} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) acquired(int) {
+	if m == nil {
+		return
+	}
+	m.owned.Inc()
+	m.acquires.Inc()
+}
+
+func (m *metrics) released(_ int, mode string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.owned.Dec()
+	m.releases.WithLabelValues(mode).Inc()
+	m.release.WithLabelValues(mode).Observe(took.Seconds())
+}

@@ -1,0 +1,1020 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// Holder runs the shards a Coordinator gives this replica. The Coordinator
+// calls it from one goroutine per shard and never overlaps two calls for the
+// same shard.
+type Holder interface {
+	// Acquire starts the shard at epoch and returns once it runs. On error
+	// nothing may run for the shard; the Coordinator retries after
+	// RetryPeriod while the shard is still assigned here. ctx is cancelled
+	// if the replica loses its membership meanwhile.
+	Acquire(ctx context.Context, shard int, epoch uint64) error
+	// Release stops the shard gracefully: stop taking keys, finish the work
+	// in flight, flush. The Coordinator acknowledges the release to the
+	// leader only after Release returned. ctx is cancelled if the replica
+	// loses its membership meanwhile: Release must then return promptly,
+	// since the leader may soon give the shard to another replica.
+	Release(ctx context.Context, shard int, epoch uint64)
+	// Abandon stops the shard at once: the replica's membership expired, so
+	// the leader may give the shard to another replica without waiting.
+	Abandon(shard int, epoch uint64)
+}
+
+// Config configures a Coordinator. Zero durations take the defaults, which
+// are client-go's leader election defaults.
+type Config struct {
+	// Client talks to the API server (Leases and one ConfigMap).
+	Client kubernetes.Interface
+	// Namespace holds the Leases and the assignment ConfigMap. Required.
+	Namespace string
+	// Identity names this replica; it must be stable across restarts (the
+	// pod name of a StatefulSet member) and unique. Required.
+	Identity string
+	// Name prefixes the objects: Lease <Name>-leader for the election, Lease
+	// <Name>-member-<Identity> per replica, ConfigMap <Name>-assignment.
+	// Default "shardnet".
+	Name string
+	// Shards is S. Default DefaultShards (64).
+	Shards int
+	// LeaseDuration is how long a member (or the leader) counts as alive
+	// after the last change of its Lease that another replica observed.
+	// Default 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long a replica keeps acting on its Lease without a
+	// successful renewal before it stops all its shards itself. It must be
+	// below LeaseDuration: the gap is what keeps an old and a new owner from
+	// overlapping. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the wait between tries (election, failed renewals and
+	// acquisitions). Default 2s.
+	RetryPeriod time.Duration
+	// RenewInterval is how often the member Lease is renewed when nothing
+	// else changes; it sets the steady-state write rate. Default
+	// LeaseDuration/3.
+	RenewInterval time.Duration
+	// ShutdownTimeout bounds the graceful handoff when Run's context ends;
+	// shards still held after it are abandoned. Default LeaseDuration.
+	ShutdownTimeout time.Duration
+	// Holder runs the shards. Required.
+	Holder Holder
+	// Clock is for tests. Default the real clock.
+	Clock clock.WithTicker
+}
+
+func (c *Config) validate() error {
+	if c.Name == "" {
+		c.Name = "shardnet"
+	}
+	if c.Shards == 0 {
+		c.Shards = DefaultShards
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 15 * time.Second
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = 10 * time.Second
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = 2 * time.Second
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.LeaseDuration / 3
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = c.LeaseDuration
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("namespace is required"))
+	}
+	if c.Identity == "" {
+		errs = append(errs, errors.New("identity is required"))
+	}
+	if c.Holder == nil {
+		errs = append(errs, errors.New("holder is required"))
+	}
+	if c.Shards < 1 {
+		errs = append(errs, fmt.Errorf("shards must be positive, got %d", c.Shards))
+	}
+	if c.LeaseDuration <= c.RenewDeadline {
+		errs = append(errs, fmt.Errorf("lease duration (%s) must be greater than the renew deadline (%s)", c.LeaseDuration, c.RenewDeadline))
+	}
+	if float64(c.RenewDeadline) <= leaderelection.JitterFactor*float64(c.RetryPeriod) {
+		errs = append(errs, fmt.Errorf("renew deadline (%s) must be greater than %g x retry period (%s)", c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod))
+	}
+	if c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline {
+		errs = append(errs, fmt.Errorf("renew interval (%s) must be positive and below the renew deadline (%s)", c.RenewInterval, c.RenewDeadline))
+	}
+	if c.RetryPeriod <= 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("retry period must be positive and shutdown timeout not negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Coordinator is the concurrent shell around Planner: it keeps this
+// replica's member Lease, campaigns for leadership, and as leader writes the
+// assignment table; as a member it acquires and releases shards through the
+// Holder and acknowledges releases on its Lease.
+type Coordinator struct {
+	cfg     Config
+	planner *Planner
+	clock   clock.WithTicker
+
+	leaderName, memberName, tableName string
+
+	// kick wakes the run loop; capacity one, so signals coalesce.
+	kick chan struct{}
+	// results carries the outcome of per-shard goroutines to the run loop.
+	results chan holdResult
+
+	// mu guards observed, table, tableRV and the leader fields; held briefly
+	// by informer handlers and the run loop, never across API calls.
+	mu sync.Mutex
+	// observed is what this replica saw of every member Lease, by identity.
+	observed map[string]*observation
+	// table is the newest assignment seen: its generation never decreases.
+	table *Assignment
+	// tableRV is the resourceVersion of the ConfigMap behind table ("" when
+	// the ConfigMap does not exist yet).
+	tableRV string
+
+	// leading is true between OnStartedLeading and the end of that term.
+	leading atomic.Bool
+	// elector is the current election attempt, for IsLeader.
+	elector atomic.Pointer[leaderelection.LeaderElector]
+
+	// leaseMu guards want, written and lease: what the member Lease should
+	// say, what it said after the last successful write, and that object.
+	leaseMu sync.Mutex
+	want    report
+	written report
+	lease   *coordinationv1.Lease
+	// dirty asks the renew loop to write the Lease now; capacity one.
+	dirty chan struct{}
+	// renewedAt is the clock reading (UnixNano) taken before sending the last
+	// successful Lease write. Measuring from the send, not the reply, keeps
+	// self-fencing strictly earlier than any other replica's expiry reading.
+	renewedAt atomic.Int64
+	// lost is set when renewedAt is older than RenewDeadline: every shard
+	// is abandoned and nothing is acquired until a renewal succeeds again.
+	lost atomic.Bool
+
+	// synced are the coordination informers' HasSynced, set before Run waits.
+	synced []cache.InformerSynced
+	// tableErr is set (under mu) when the stored table was written for
+	// another shard count: Run refuses to start on it.
+	tableErr error
+
+	// owned mirrors the shards that are running (Acquire returned), for
+	// Owned; guarded by ownedMu.
+	ownedMu sync.Mutex
+	owned   map[int]uint64
+}
+
+// observation is one member Lease as this replica saw it.
+type observation struct {
+	rv       string
+	lastSeen time.Time
+	report   report
+	deleted  bool
+	// confirmedRV is the resourceVersion a live read found when the member
+	// looked expired; it avoids re-reading an expired Lease on every step.
+	confirmedRV string
+}
+
+// holding is the run loop's record of one shard this replica runs or
+// stops; only the run loop touches it.
+type holding struct {
+	epoch    uint64
+	running  bool
+	stopping bool
+	stop     chan struct{} // closed to release gracefully
+	abandon  chan struct{} // closed to stop at once
+	cancel   context.CancelFunc
+}
+
+type holdResult struct {
+	shard    int
+	epoch    uint64
+	acquired bool  // Acquire returned
+	err      error // Acquire's error; the shard is not held
+	ended    bool  // Release or Abandon returned; the shard is not held
+}
+
+// NewCoordinator validates cfg (filling in defaults) and returns a
+// Coordinator; Run starts it.
+func NewCoordinator(cfg Config) (*Coordinator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("shard coordinator config: %w", err)
+	}
+	p, err := NewPlanner(cfg.Shards, cfg.LeaseDuration)
+	if err != nil {
+		return nil, err
+	}
+	return &Coordinator{
+		cfg:        cfg,
+		planner:    p,
+		clock:      cfg.Clock,
+		leaderName: cfg.Name + "-leader",
+		memberName: cfg.Name + "-member-" + cfg.Identity,
+		tableName:  cfg.Name + "-assignment",
+		kick:       make(chan struct{}, 1),
+		results:    make(chan holdResult, 2*cfg.Shards),
+		observed:   map[string]*observation{},
+		dirty:      make(chan struct{}, 1),
+		owned:      map[int]uint64{},
+	}, nil
+}
+
+func (c *Coordinator) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// IsLeader reports whether this replica currently writes the assignment.
+func (c *Coordinator) IsLeader() bool {
+	le := c.elector.Load()
+	return c.leading.Load() && le != nil && le.IsLeader()
+}
+
+// Owned returns the running shards and their epochs.
+func (c *Coordinator) Owned() map[int]uint64 {
+	c.ownedMu.Lock()
+	defer c.ownedMu.Unlock()
+	return maps.Clone(c.owned)
+}
+
+// Assignment returns a copy of the newest table this replica has seen, or
+// nil before the first one.
+func (c *Coordinator) Assignment() *Assignment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.table == nil {
+		return nil
+	}
+	return c.table.Clone()
+}
+
+// Healthy returns an error when the member Lease has not been renewed
+// within the renew deadline (the replica has stopped its shards).
+func (c *Coordinator) Healthy() error {
+	at := c.renewedAt.Load()
+	if at == 0 {
+		return errors.New("member lease not written yet")
+	}
+	if c.lost.Load() {
+		return fmt.Errorf("member lease not renewed since %s", time.Unix(0, at).UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// Run registers the member, runs until ctx ends, then hands every shard
+// over (bounded by ShutdownTimeout), releases leadership and deletes the
+// member Lease, so that a rolling update does not wait a lease duration.
+// It returns nil after a graceful shutdown, or the error that kept it from
+// starting (ErrShardCount when the stored table was written for another S).
+func (c *Coordinator) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("identity", c.cfg.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	// The shell's own work outlives ctx: the handoff after ctx ends needs the
+	// informers and the API.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if err := c.startInformers(runCtx, &wg); err != nil {
+		return err
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("waiting for the coordination caches: %w", context.Cause(ctx))
+	}
+	c.mu.Lock()
+	startGen := uint64(0)
+	if c.table != nil {
+		startGen = c.table.Generation
+	}
+	bad := c.tableErr
+	c.mu.Unlock()
+	if bad != nil {
+		return bad
+	}
+	// A fresh process holds nothing, so it can truthfully report having seen
+	// the current table: that acknowledges any release a previous
+	// incarnation with the same identity still owed.
+	c.leaseMu.Lock()
+	c.want = report{held: Set{}, seen: startGen}
+	c.leaseMu.Unlock()
+	for {
+		err := c.writeLease(ctx)
+		if err == nil {
+			break
+		}
+		logger.Error(err, "Registering member lease")
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("registering member lease: %w", context.Cause(ctx))
+		case <-c.clock.After(c.cfg.RetryPeriod):
+		}
+	}
+	logger.Info("Registered shard member", "lease", c.memberName, "shards", c.cfg.Shards)
+
+	wg.Go(func() { c.renewLoop(runCtx) })
+	electCtx, stopElect := context.WithCancel(runCtx)
+	electDone := make(chan struct{})
+	go func() {
+		defer close(electDone)
+		c.electLoop(electCtx)
+	}()
+
+	c.loop(ctx, runCtx)
+
+	stopElect()
+	<-electDone
+	delCtx, cancel := context.WithTimeout(runCtx, c.cfg.RetryPeriod)
+	defer cancel()
+	if err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Delete(delCtx, c.memberName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Deleting member lease; it will expire instead")
+	}
+	logger.Info("Shard member stopped")
+	return nil
+}
+
+// loop is the run loop: it reacts to table and lease changes, results of
+// shard goroutines and timers, and exits once the graceful shutdown is over.
+func (c *Coordinator) loop(ctx, runCtx context.Context) {
+	logger := klog.FromContext(ctx)
+	holdings := map[int]*holding{}
+	retryAt := map[int]time.Time{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	done := ctx.Done()
+	var shutdownBy time.Time
+	fenced := false
+	timer := c.clock.NewTimer(c.cfg.RetryPeriod)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.kick:
+		case <-timer.C():
+		case r := <-c.results:
+			c.onResult(ctx, holdings, retryAt, r)
+			for more := true; more; {
+				select {
+				case r := <-c.results:
+					c.onResult(ctx, holdings, retryAt, r)
+				default:
+					more = false
+				}
+			}
+		case <-done:
+			done = nil
+			shutdownBy = c.clock.Now().Add(c.cfg.ShutdownTimeout)
+			logger.Info("Shutting down: handing shards over", "held", len(holdings))
+			c.leaseMu.Lock()
+			c.want.leaving = true
+			c.leaseMu.Unlock()
+			c.markDirty()
+		}
+		now := c.clock.Now()
+
+		if !c.lost.Load() && now.Sub(time.Unix(0, c.renewedAt.Load())) > c.cfg.RenewDeadline {
+			c.lost.Store(true)
+		}
+		if c.lost.Load() && !fenced {
+			fenced = true
+			logger.Error(nil, "Member lease not renewed within the renew deadline: abandoning all shards", "held", len(holdings))
+			for _, h := range holdings {
+				h.stopping = true
+				closeOnce(h.abandon)
+				h.cancel()
+			}
+		}
+		if fenced && !c.lost.Load() && len(holdings) == 0 {
+			// Rejoined. The cached table may predate the leader's reaction to
+			// the expiry: read it live before acting on it again.
+			if err := c.refreshTable(runCtx); err != nil {
+				logger.Error(err, "Reading the assignment after rejoining")
+			} else {
+				fenced = false
+				logger.Info("Member lease renewed again: rejoining")
+			}
+		}
+
+		wake := now.Add(c.cfg.RetryPeriod)
+		if c.IsLeader() {
+			if w := c.lead(runCtx); !w.IsZero() && w.Before(wake) {
+				wake = w
+			}
+		}
+		if !fenced {
+			c.follow(runCtx, holdings, retryAt, &wg, done == nil)
+		}
+		c.updateReport(holdings)
+
+		if fence := time.Unix(0, c.renewedAt.Load()).Add(c.cfg.RenewDeadline); fence.After(now) && fence.Before(wake) {
+			wake = fence
+		}
+		if done == nil {
+			if len(holdings) == 0 && !c.awaited() {
+				return
+			}
+			if !now.Before(shutdownBy) {
+				logger.Error(nil, "Shutdown timeout: abandoning the shards not handed over yet", "held", len(holdings))
+				for _, h := range holdings {
+					h.stopping = true
+					closeOnce(h.abandon)
+					h.cancel()
+				}
+				for len(holdings) > 0 {
+					c.onResult(ctx, holdings, retryAt, <-c.results)
+				}
+				c.updateReport(holdings)
+				return
+			}
+			if shutdownBy.Before(wake) {
+				wake = shutdownBy
+			}
+		}
+		resetTimer(timer, max(wake.Sub(now), time.Millisecond))
+	}
+}
+
+// resetTimer re-arms t, dropping a fire that was not consumed, so that one
+// reading of the channel matches one arming.
+func resetTimer(t clock.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C():
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// awaited reports whether, as leader, this replica still has to write a
+// table that lets the new owners of its released shards start.
+func (c *Coordinator) awaited() bool {
+	if !c.IsLeader() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.table == nil {
+		return false
+	}
+	for _, e := range c.table.Shards {
+		if slices.Contains(e.Pending, c.cfg.Identity) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Coordinator) onResult(ctx context.Context, holdings map[int]*holding, retryAt map[int]time.Time, r holdResult) {
+	h := holdings[r.shard]
+	if h == nil || h.epoch != r.epoch {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	switch {
+	case r.err != nil:
+		logger.Error(r.err, "Acquiring shard failed; retrying", "shard", r.shard, "epoch", r.epoch)
+		delete(holdings, r.shard)
+		retryAt[r.shard] = c.clock.Now().Add(c.cfg.RetryPeriod)
+	case r.acquired:
+		h.running = true
+		c.ownedMu.Lock()
+		c.owned[r.shard] = r.epoch
+		c.ownedMu.Unlock()
+		logger.V(2).Info("Shard running", "shard", r.shard, "epoch", r.epoch)
+	case r.ended:
+		delete(holdings, r.shard)
+		c.ownedMu.Lock()
+		delete(c.owned, r.shard)
+		c.ownedMu.Unlock()
+		logger.V(2).Info("Shard stopped", "shard", r.shard, "epoch", r.epoch)
+	}
+}
+
+// follow makes holdings match what the table lets this replica run.
+func (c *Coordinator) follow(ctx context.Context, holdings map[int]*holding, retryAt map[int]time.Time, wg *sync.WaitGroup, shuttingDown bool) {
+	c.mu.Lock()
+	var runnable map[int]uint64
+	if c.table != nil {
+		runnable = c.table.Runnable(c.cfg.Identity)
+	}
+	c.mu.Unlock()
+	for s, h := range holdings {
+		if want, ok := runnable[s]; ok && want == h.epoch {
+			continue
+		}
+		if !h.stopping {
+			h.stopping = true
+			close(h.stop)
+		}
+	}
+	now := c.clock.Now()
+	for s, epoch := range runnable {
+		if _, busy := holdings[s]; busy || now.Before(retryAt[s]) {
+			continue
+		}
+		delete(retryAt, s)
+		hctx, cancel := context.WithCancel(ctx)
+		h := &holding{epoch: epoch, stop: make(chan struct{}), abandon: make(chan struct{}), cancel: cancel}
+		holdings[s] = h
+		wg.Go(func() { c.hold(hctx, s, h) })
+	}
+}
+
+// hold is the goroutine of one held shard: acquire, wait for the order to
+// stop, release or abandon.
+func (c *Coordinator) hold(ctx context.Context, s int, h *holding) {
+	defer h.cancel()
+	if err := c.cfg.Holder.Acquire(ctx, s, h.epoch); err != nil {
+		c.results <- holdResult{shard: s, epoch: h.epoch, err: err}
+		return
+	}
+	c.results <- holdResult{shard: s, epoch: h.epoch, acquired: true}
+	// ctx is cancelled only on abandon (or after Run's shutdown), so a
+	// release that runs into a lost membership is cut short too.
+	select {
+	case <-h.abandon:
+		c.cfg.Holder.Abandon(s, h.epoch)
+	case <-h.stop:
+		select {
+		case <-h.abandon:
+			c.cfg.Holder.Abandon(s, h.epoch)
+		default:
+			c.cfg.Holder.Release(ctx, s, h.epoch)
+		}
+	}
+	c.results <- holdResult{shard: s, epoch: h.epoch, ended: true}
+}
+
+// updateReport sets what the Lease should say and asks for a write when it
+// changed or when the leader waits for this replica's acknowledgement.
+func (c *Coordinator) updateReport(holdings map[int]*holding) {
+	c.mu.Lock()
+	var gen uint64
+	table := c.table
+	if table != nil {
+		gen = table.Generation
+	}
+	c.mu.Unlock()
+	held := make(Set, len(holdings))
+	for s := range holdings {
+		held[s] = struct{}{}
+	}
+	c.leaseMu.Lock()
+	heldChanged := !held.Equal(c.written.held)
+	c.want.held = held
+	if !c.lost.Load() {
+		// While fenced the table is not being followed, so it must not be
+		// reported as seen.
+		c.want.seen = max(c.want.seen, gen)
+	}
+	need := heldChanged || c.want.leaving != c.written.leaving ||
+		(table != nil && table.AwaitsAck(c.cfg.Identity, c.written.seen) && c.want.seen > c.written.seen)
+	c.leaseMu.Unlock()
+	if need {
+		c.markDirty()
+	}
+}
+
+func (c *Coordinator) markDirty() {
+	select {
+	case c.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// renewLoop writes the member Lease every RenewInterval and whenever the
+// report changes.
+func (c *Coordinator) renewLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	timer := c.clock.NewTimer(c.cfg.RenewInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.dirty:
+		case <-timer.C():
+		}
+		if err := c.writeLease(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Error(err, "Renewing member lease")
+			if c.clock.Since(time.Unix(0, c.renewedAt.Load())) > c.cfg.RenewDeadline {
+				c.lost.Store(true)
+				c.wake()
+			}
+			// Back off even if the report keeps changing meanwhile.
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.clock.After(c.cfg.RetryPeriod):
+			}
+			c.markDirty()
+			continue
+		}
+		if c.lost.Load() {
+			c.lost.Store(false)
+			c.wake()
+		}
+		resetTimer(timer, c.cfg.RenewInterval)
+	}
+}
+
+// writeLease writes the member Lease with the current report.
+func (c *Coordinator) writeLease(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+	defer cancel()
+	c.leaseMu.Lock()
+	want := report{held: maps.Clone(c.want.held), seen: c.want.seen, leaving: c.want.leaving}
+	cur := c.lease
+	c.leaseMu.Unlock()
+
+	leases := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace)
+	start := c.clock.Now()
+	now := metav1.NewMicroTime(start)
+	var next *coordinationv1.Lease
+	if cur == nil {
+		got, err := leases.Get(ctx, c.memberName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reading member lease %s: %w", c.memberName, err)
+		default:
+			cur = got
+		}
+	}
+	var l *coordinationv1.Lease
+	if cur == nil {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: c.memberName, Namespace: c.cfg.Namespace}}
+	} else {
+		l = cur.DeepCopy()
+	}
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[MemberLabel] = c.cfg.Name
+	l.Spec.HolderIdentity = ptr.To(c.cfg.Identity)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(math.Ceil(c.cfg.LeaseDuration.Seconds())))
+	l.Spec.RenewTime = &now
+	if l.Spec.AcquireTime == nil || cur == nil {
+		l.Spec.AcquireTime = &now
+	}
+	want.annotate(l)
+	var err error
+	if cur == nil {
+		next, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		next, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
+			// Re-read on the next try.
+			c.leaseMu.Lock()
+			c.lease = nil
+			c.leaseMu.Unlock()
+		}
+		return fmt.Errorf("writing member lease %s: %w", c.memberName, err)
+	}
+	c.renewedAt.Store(start.UnixNano())
+	c.leaseMu.Lock()
+	c.lease = next
+	c.written = want
+	c.leaseMu.Unlock()
+	return nil
+}
+
+// electLoop campaigns for the leader Lease until ctx ends, and releases it
+// then (ReleaseOnCancel), so that a successor does not wait a lease duration.
+func (c *Coordinator) electLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		lock := &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: c.leaderName, Namespace: c.cfg.Namespace},
+			Client:     c.cfg.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity},
+		}
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   c.cfg.LeaseDuration,
+			RenewDeadline:   c.cfg.RenewDeadline,
+			RetryPeriod:     c.cfg.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            c.leaderName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					logger.Info("Leading shard assignment")
+					c.leading.Store(true)
+					c.wake()
+					<-lctx.Done()
+					c.leading.Store(false)
+					c.wake()
+				},
+				OnStoppedLeading: func() {
+					c.leading.Store(false)
+					c.wake()
+				},
+			},
+		})
+		if err != nil {
+			// The config was validated against the same rules.
+			logger.Error(err, "Building leader elector")
+			return
+		}
+		c.elector.Store(le)
+		le.Run(ctx)
+	}
+}
+
+// lead runs one planner step as leader and writes the table if it changed.
+// It returns when the planner wants to run again.
+func (c *Coordinator) lead(ctx context.Context) time.Time {
+	logger := klog.FromContext(ctx)
+	c.confirmExpiries(ctx)
+	now := c.clock.Now()
+	c.mu.Lock()
+	table, rv := c.table, c.tableRV
+	members := make([]Member, 0, len(c.observed))
+	for name, o := range c.observed {
+		members = append(members, Member{
+			Name: name, LastSeen: o.lastSeen, Seen: o.report.seen, Held: o.report.held,
+			Leaving: o.report.leaving, Deleted: o.deleted,
+		})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(members, func(a, b Member) int { return cmpString(a.Name, b.Name) })
+	plan, err := c.planner.Step(table, members, now)
+	if err != nil {
+		logger.Error(err, "Planning shard assignment")
+		return time.Time{}
+	}
+	if !plan.Changed {
+		return plan.Wake
+	}
+	text, err := plan.Next.Marshal()
+	if err != nil {
+		logger.Error(err, "Encoding shard assignment")
+		return time.Time{}
+	}
+	cms := c.cfg.Client.CoreV1().ConfigMaps(c.cfg.Namespace)
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+	defer cancel()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: c.tableName, Namespace: c.cfg.Namespace, ResourceVersion: rv},
+		Data:       map[string]string{AssignmentKey: text},
+	}
+	var got *corev1.ConfigMap
+	if rv == "" {
+		got, err = cms.Create(wctx, cm, metav1.CreateOptions{})
+	} else {
+		got, err = cms.Update(wctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		logger.Error(err, "Writing shard assignment; re-reading it", "generation", plan.Next.Generation)
+		if err := c.refreshTable(ctx); err != nil {
+			logger.Error(err, "Re-reading shard assignment")
+		}
+		c.wake()
+		return plan.Wake
+	}
+	c.setTable(plan.Next, got.ResourceVersion)
+	logger.Info("Wrote shard assignment", "generation", plan.Next.Generation, "moved", len(plan.Moved), "owners", plan.Next.Owners())
+	c.wake()
+	return plan.Wake
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// confirmExpiries reads live the Leases of members that look expired, so a
+// stalled watch cannot make the leader hand a live member's shards away.
+func (c *Coordinator) confirmExpiries(ctx context.Context) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	var suspects []string
+	for name, o := range c.observed {
+		if !o.deleted && !now.Before(o.lastSeen.Add(c.cfg.LeaseDuration)) && o.confirmedRV != o.rv {
+			suspects = append(suspects, name)
+		}
+	}
+	c.mu.Unlock()
+	for _, name := range suspects {
+		gctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+		l, err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Get(gctx, c.cfg.Name+"-member-"+name, metav1.GetOptions{})
+		cancel()
+		c.mu.Lock()
+		o := c.observed[name]
+		switch {
+		case o == nil:
+		case apierrors.IsNotFound(err):
+			o.deleted = true
+		case err != nil:
+			// Unknown: treat as alive for one more retry period.
+			o.lastSeen = now.Add(c.cfg.RetryPeriod - c.cfg.LeaseDuration)
+		case l.ResourceVersion != o.rv:
+			c.observeLocked(l, now)
+		default:
+			o.confirmedRV = o.rv
+		}
+		c.mu.Unlock()
+	}
+}
+
+// refreshTable reads the assignment ConfigMap live.
+func (c *Coordinator) refreshTable(ctx context.Context) error {
+	gctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+	defer cancel()
+	cm, err := c.cfg.Client.CoreV1().ConfigMaps(c.cfg.Namespace).Get(gctx, c.tableName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading assignment %s: %w", c.tableName, err)
+	}
+	a, err := UnmarshalAssignment(cm.Data[AssignmentKey], c.cfg.Shards)
+	if err != nil {
+		return err
+	}
+	c.setTable(a, cm.ResourceVersion)
+	return nil
+}
+
+// setTable keeps the newer of the current and the given table.
+func (c *Coordinator) setTable(a *Assignment, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.table == nil || a.Generation > c.table.Generation {
+		c.table = a
+		c.tableRV = rv
+	} else if a.Generation == c.table.Generation {
+		c.tableRV = rv
+	}
+}
+
+// startInformers watches the member Leases and the assignment ConfigMap.
+func (c *Coordinator) startInformers(ctx context.Context, wg *sync.WaitGroup) error {
+	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 0,
+		informers.WithNamespace(c.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.SelectorFromSet(labels.Set{MemberLabel: c.cfg.Name}).String()
+		}))
+	tableFactory := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 0,
+		informers.WithNamespace(c.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.tableName).String()
+		}))
+	leaseInf := leaseFactory.Coordination().V1().Leases().Informer()
+	tableInf := tableFactory.Core().V1().ConfigMaps().Informer()
+	// The registrations' HasSynced, unlike the informers', also waits until
+	// the handlers saw the initial list, so the first table is in c.table.
+	leaseReg, err := leaseInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onLease,
+		UpdateFunc: func(_, obj any) { c.onLease(obj) },
+		DeleteFunc: c.onLeaseDelete,
+	})
+	if err != nil {
+		return fmt.Errorf("watching member leases: %w", err)
+	}
+	tableReg, err := tableInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onTable(ctx, obj) },
+		UpdateFunc: func(_, obj any) { c.onTable(ctx, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watching the assignment: %w", err)
+	}
+	c.synced = []cache.InformerSynced{leaseReg.HasSynced, tableReg.HasSynced}
+	wg.Go(func() { leaseFactory.Start(ctx.Done()); leaseFactory.Shutdown() })
+	wg.Go(func() { tableFactory.Start(ctx.Done()); tableFactory.Shutdown() })
+	return nil
+}
+
+func (c *Coordinator) onLease(obj any) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.observeLocked(l, c.clock.Now())
+	c.mu.Unlock()
+	c.wake()
+}
+
+// observeLocked records a member Lease; c.mu must be held. Any change of the
+// object counts as a sign of life, and the time is this replica's own.
+func (c *Coordinator) observeLocked(l *coordinationv1.Lease, now time.Time) {
+	name, r, err := parseReport(l, c.cfg.Shards)
+	if err != nil {
+		klog.Background().Error(err, "Ignoring unreadable member lease")
+		return
+	}
+	o := c.observed[name]
+	if o == nil {
+		o = &observation{}
+		c.observed[name] = o
+	}
+	if o.rv == l.ResourceVersion && !o.deleted {
+		return
+	}
+	o.rv, o.lastSeen, o.report, o.deleted = l.ResourceVersion, now, r, false
+}
+
+func (c *Coordinator) onLeaseDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok || l.Spec.HolderIdentity == nil {
+		return
+	}
+	c.mu.Lock()
+	if o := c.observed[*l.Spec.HolderIdentity]; o != nil {
+		o.deleted = true
+	}
+	// Forget members whose Lease is gone and expired, so the map does not
+	// grow with every identity ever seen.
+	now := c.clock.Now()
+	for name, o := range c.observed {
+		if o.deleted && !now.Before(o.lastSeen.Add(c.cfg.LeaseDuration)) {
+			delete(c.observed, name)
+		}
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+func (c *Coordinator) onTable(ctx context.Context, obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	a, err := UnmarshalAssignment(cm.Data[AssignmentKey], c.cfg.Shards)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring unreadable shard assignment", "configmap", c.tableName)
+		if errors.Is(err, ErrShardCount) {
+			c.mu.Lock()
+			c.tableErr = fmt.Errorf("assignment %s/%s: %w", c.cfg.Namespace, c.tableName, err)
+			c.mu.Unlock()
+		}
+		return
+	}
+	c.setTable(a, cm.ResourceVersion)
+	c.wake()
+}
