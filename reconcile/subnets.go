@@ -152,3 +152,14 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	}
 	return out
 }
+
+// Names are the subnets in the registry.
+func (r *Subnets) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.entries))
+	for k := range r.entries {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,6 +1,10 @@
 package reconcile
 
-import "strings"
+import (
+	"net/netip"
+	"slices"
+	"strings"
+)
 
 // splitComma splits a comma-separated annotation value, trimming spaces
 // and dropping empty entries.
@@ -13,3 +17,5 @@ func splitComma(s string) []string {
 	}
 	return out
 }
+
+func sortAddrs(a []netip.Addr) { slices.SortFunc(a, func(x, y netip.Addr) int { return x.Compare(y) }) }

@@ -55,15 +55,15 @@ func (k *Kube) StartKwok(t TB) {
 	// a node it manages turning Ready is the proof.
 	probe := fmt.Sprintf("kwok-probe-%d", nodeSeq.Add(1))
 	k.CreateNode(t, probe, "")
-	k.WaitNodeReady(t, probe, 60*time.Second)
 	if err := k.Client.CoreV1().Nodes().Delete(context.Background(), probe, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("harness: deleting kwok probe node: %v", err)
 	}
 }
 
 // CreateNode creates a node that kwok manages, with a pod CIDR of its own
-// (outside every test subnet) and the given InternalIP; an empty ip takes
-// the next address of NodeIPPrefix.
+// (outside every test subnet) and the given InternalIP (an empty ip takes
+// the next address of NodeIPPrefix), and returns it once it is Ready with
+// that address. kwok must be running.
 func (k *Kube) CreateNode(t TB, name, ip string) *corev1.Node {
 	t.Helper()
 	n := nodeSeq.Add(1)
@@ -87,8 +87,11 @@ func (k *Kube) CreateNode(t TB, name, ip string) *corev1.Node {
 	if _, err := k.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("harness: creating node %s: %v", name, err)
 	}
-	// Status is dropped on create; kwok keeps an InternalIP that is already
-	// there, so the merge patch replaces whatever list it may have written.
+	// Status is dropped on create, and kwok writes its own InternalIP when
+	// it initializes a node that has none (possibly after a patch of ours),
+	// so the address goes in once kwok has made the node Ready; kwok's
+	// later stages keep an InternalIP they find.
+	k.WaitNodeReady(t, name, time.Minute)
 	patch := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":%q},{"type":"Hostname","address":%q}]}}`, ip, name)
 	patched, err := k.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 	if err != nil {

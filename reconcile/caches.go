@@ -1,0 +1,270 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	"github.com/shardnet/shardnet/api/client/informers/externalversions"
+	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
+	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/ipam"
+)
+
+// Caches are the informers the reconcilers read from, shared by every
+// shard of a replica, and the subnet registry they keep current.
+type Caches struct {
+	kube     informers.SharedInformerFactory
+	shardnet externalversions.SharedInformerFactory
+
+	PodInformer   cache.SharedIndexInformer
+	ClaimInformer cache.SharedIndexInformer
+
+	Pods         corelisters.PodLister
+	Namespaces   corelisters.NamespaceLister
+	Nodes        corelisters.NodeLister
+	StatefulSets appslisters.StatefulSetLister
+	SubnetLister kubeovnlisters.SubnetLister
+	IPPoolLister kubeovnlisters.IPPoolLister
+	IPs          kubeovnlisters.IPLister
+	Claims       claimlisters.AddressClaimLister
+
+	// Registry holds one allocator per Subnet, rebuilt from Subnet, IPPool
+	// and Node events.
+	Registry *Subnets
+	// Allocator is the claim layer the registry's subnets are tracked by.
+	Allocator *ipam.Claims
+
+	synced []cache.InformerSynced
+}
+
+var _ Catalog = (*Caches)(nil)
+
+// NewCaches builds the informers and the subnet registry. shards is the
+// number of virtual shards (one IPAM cursor each). withIPs adds the
+// kubeovn.io IP informer, needed when the pod reconciler writes IP records.
+func NewCaches(kube kubernetes.Interface, sn versioned.Interface, shards int, withIPs bool) (*Caches, error) {
+	c := &Caches{
+		kube:     informers.NewSharedInformerFactory(kube, 0),
+		shardnet: externalversions.NewSharedInformerFactory(sn, 0),
+	}
+	pods := c.kube.Core().V1().Pods()
+	if err := pods.Informer().SetTransform(TrimPod); err != nil {
+		return nil, fmt.Errorf("pod informer transform: %w", err)
+	}
+	c.PodInformer = pods.Informer()
+	c.Pods = pods.Lister()
+	c.Namespaces = c.kube.Core().V1().Namespaces().Lister()
+	c.Nodes = c.kube.Core().V1().Nodes().Lister()
+	c.StatefulSets = c.kube.Apps().V1().StatefulSets().Lister()
+	c.SubnetLister = c.shardnet.Kubeovn().V1().Subnets().Lister()
+	c.IPPoolLister = c.shardnet.Kubeovn().V1().IPPools().Lister()
+	if withIPs {
+		c.IPs = c.shardnet.Kubeovn().V1().IPs().Lister()
+	}
+	claims := c.shardnet.Shardnet().V1alpha1().AddressClaims()
+	c.ClaimInformer = claims.Informer()
+	if err := c.ClaimInformer.AddIndexers(ClaimIndexers()); err != nil {
+		return nil, err
+	}
+	c.Claims = claims.Lister()
+
+	alloc, err := ipam.NewClaims(ipam.NewClientStore(sn))
+	if err != nil {
+		return nil, err
+	}
+	c.Allocator = alloc
+	c.Registry = NewSubnets(alloc, c.Claims, shards)
+	if _, err := c.ClaimInformer.AddEventHandler(alloc.EventHandler()); err != nil {
+		return nil, err
+	}
+	resync := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.SyncRegistry() },
+		UpdateFunc: func(oldObj, newObj any) { c.SyncRegistry() },
+		DeleteFunc: func(any) { c.SyncRegistry() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		c.shardnet.Kubeovn().V1().Subnets().Informer(),
+		c.shardnet.Kubeovn().V1().IPPools().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(resync); err != nil {
+			return nil, err
+		}
+	}
+	// Nodes change their heartbeat every few seconds: only an address
+	// change is worth a registry pass.
+	if _, err := c.kube.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.SyncRegistry() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*corev1.Node), newObj.(*corev1.Node)
+			if fmt.Sprint(o.Status.Addresses) != fmt.Sprint(n.Status.Addresses) {
+				c.SyncRegistry()
+			}
+		},
+		DeleteFunc: func(any) { c.SyncRegistry() },
+	}); err != nil {
+		return nil, err
+	}
+
+	for _, inf := range []cache.SharedIndexInformer{
+		c.PodInformer, c.ClaimInformer,
+		c.kube.Core().V1().Namespaces().Informer(),
+		c.kube.Core().V1().Nodes().Informer(),
+		c.kube.Apps().V1().StatefulSets().Informer(),
+		c.shardnet.Kubeovn().V1().Subnets().Informer(),
+		c.shardnet.Kubeovn().V1().IPPools().Informer(),
+	} {
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	if withIPs {
+		c.synced = append(c.synced, c.shardnet.Kubeovn().V1().IPs().Informer().HasSynced)
+	}
+	return c, nil
+}
+
+// Start starts every informer; WaitForSync waits for their first lists.
+func (c *Caches) Start(ctx context.Context) {
+	c.kube.Start(ctx.Done())
+	c.shardnet.Start(ctx.Done())
+}
+
+// WaitForSync waits until every informer has listed once and the subnet
+// registry has been built from them.
+func (c *Caches) WaitForSync(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("informers not synced: %w", ctx.Err())
+	}
+	c.SyncRegistry()
+	return nil
+}
+
+// Synced reports whether every informer has listed once.
+func (c *Caches) Synced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// SyncRegistry rebuilds the allocators whose Subnet, IP pools or node
+// addresses changed and drops those of deleted Subnets. It is cheap when
+// nothing changed.
+func (c *Caches) SyncRegistry() {
+	subnets, err := c.SubnetLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	pools, _ := c.IPPoolLister.List(labels.Everything())
+	nodes, _ := c.Nodes.List(labels.Everything())
+	var nodeIPs []netip.Addr
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				nodeIPs = append(nodeIPs, ip.Unmap())
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range subnets {
+		seen[s.Name] = true
+		if err := c.Registry.Sync(s, pools, nodeIPsIn(s, nodeIPs)); err != nil {
+			klog.Background().V(2).Info("Subnet cannot be allocated from", "subnet", s.Name, "err", err)
+		}
+	}
+	for _, name := range c.Registry.Names() {
+		if !seen[name] {
+			c.Registry.Remove(name)
+		}
+	}
+}
+
+// nodeIPsIn are the node addresses inside the subnet's CIDRs, sorted, so
+// that an unrelated node change does not rebuild the subnet.
+func nodeIPsIn(s *kubeovnv1.Subnet, ips []netip.Addr) []netip.Addr {
+	prefixes, err := parseCIDRBlock(s.Spec.CIDRBlock)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, ip := range ips {
+		for _, p := range prefixes {
+			if p.Contains(ip) {
+				out = append(out, ip)
+			}
+		}
+	}
+	sortAddrs(out)
+	return out
+}
+
+// Subnet implements Catalog.
+func (c *Caches) Subnet(name string) (*kubeovnv1.Subnet, bool) {
+	s, err := c.SubnetLister.Get(name)
+	return s, err == nil
+}
+
+// Subnets implements Catalog.
+func (c *Caches) Subnets() []*kubeovnv1.Subnet {
+	s, _ := c.SubnetLister.List(labels.Everything())
+	return s
+}
+
+// IPPool implements Catalog.
+func (c *Caches) IPPool(name string) (*kubeovnv1.IPPool, bool) {
+	p, err := c.IPPoolLister.Get(name)
+	return p, err == nil
+}
+
+// IPPools implements Catalog.
+func (c *Caches) IPPools() []*kubeovnv1.IPPool {
+	p, _ := c.IPPoolLister.List(labels.Everything())
+	return p
+}
+
+// Namespace implements Catalog.
+func (c *Caches) Namespace(name string) (*corev1.Namespace, bool) {
+	ns, err := c.Namespaces.Get(name)
+	return ns, err == nil
+}
+
+// ClaimIndex is the claim informer's indexer.
+func (c *Caches) ClaimIndex() cache.Indexer { return c.ClaimInformer.GetIndexer() }
+
+// TrimPod is the pod informer transform: it keeps only what the
+// reconcilers read, which at tens of thousands of pods is most of a
+// replica's memory.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	trimmed := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		Spec: corev1.PodSpec{
+			NodeName:                      pod.Spec.NodeName,
+			HostNetwork:                   pod.Spec.HostNetwork,
+			RestartPolicy:                 pod.Spec.RestartPolicy,
+			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
+	}
+	trimmed.ObjectMeta = pod.ObjectMeta
+	trimmed.ManagedFields = nil
+	return trimmed, nil
+}
