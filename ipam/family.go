@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"net/netip"
@@ -36,6 +37,10 @@ type family struct {
 	prefix netip.Prefix
 	// base is the prefix's first address, offset 0.
 	base netip.Addr
+	// is4 and base4 short-cut the offset math for IPv4, the hot case:
+	// base4 is base as a number.
+	is4   bool
+	base4 uint32
 	// size is the number of bitmap positions: the whole prefix, or the
 	// IPv6 window. Addresses at offsets >= size are outside the window.
 	size uint64
@@ -72,7 +77,11 @@ type outsideSet struct {
 }
 
 func newFamily(p netip.Prefix, gw netip.Addr, excludes []Range, pools [][]Range, shards int, window uint64) (*family, error) {
-	f := &family{prefix: p, base: p.Addr()}
+	f := &family{prefix: p, base: p.Addr(), is4: p.Addr().Is4()}
+	if f.is4 {
+		b := f.base.As4()
+		f.base4 = binary.BigEndian.Uint32(b[:])
+	}
 	host := uint(p.Addr().BitLen() - p.Bits())
 	if p.Addr().Is4() && p.Bits() < minIPv4Bits {
 		return nil, parseErr("CIDR", p.String(), fmt.Errorf("IPv4 prefixes shorter than /%d are not supported", minIPv4Bits))
@@ -158,6 +167,14 @@ func setMaskRange(m []uint64, o offRange) {
 
 // offset is a's position in the bitmap, if it has one.
 func (f *family) offset(a netip.Addr) (uint64, bool) {
+	if f.is4 {
+		if !a.Is4() {
+			return 0, false
+		}
+		b := a.As4()
+		off := uint64(binary.BigEndian.Uint32(b[:]) - f.base4)
+		return off, off < f.size
+	}
 	if !f.prefix.Contains(a) {
 		return 0, false
 	}
@@ -168,7 +185,14 @@ func (f *family) offset(a netip.Addr) (uint64, bool) {
 	return off, true
 }
 
-func (f *family) addr(off uint64) netip.Addr { return addrAt(f.base, off) }
+func (f *family) addr(off uint64) netip.Addr {
+	if f.is4 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], f.base4+uint32(off))
+		return netip.AddrFrom4(b)
+	}
+	return addrAt(f.base, off)
+}
 
 func (f *family) isFixed(off uint64) bool {
 	return (f.hasNetwork && off == f.network) || (f.hasBroadcast && off == f.broadcast) ||
@@ -184,8 +208,32 @@ func (f *family) name() string {
 
 // allocate picks a free dynamic address next-fit from the shard's cursor.
 func (f *family) allocate(shard uint) (netip.Addr, bool) {
-	c := &f.cursors[shard%uint(len(f.cursors))]
-	off, ok := f.alloc.pick(0, f.size-1, c.pos.Load(), f.dynMask)
+	if n := uint(len(f.cursors)); shard >= n {
+		shard %= n
+	}
+	c := &f.cursors[shard]
+	start := c.pos.Load()
+	// Fast path: a free bit in the cursor's own word, the common case
+	// below high fill; the same rule as pick, without its calls.
+	if start < f.size {
+		wi := start >> 6
+		m := ^f.dynMask[wi] & (^uint64(0) << (start & 63))
+		w := &f.alloc.words[wi]
+		for m != 0 {
+			old := w.Load()
+			free := ^old & m
+			if free == 0 {
+				break
+			}
+			bit := uint64(bits.TrailingZeros64(free))
+			if w.CompareAndSwap(old, old|1<<bit) {
+				off := wi<<6 | bit
+				c.pos.Store(off + 1)
+				return f.addr(off), true
+			}
+		}
+	}
+	off, ok := f.alloc.pick(0, f.size-1, start, f.dynMask)
 	if !ok {
 		return netip.Addr{}, false
 	}

@@ -441,8 +441,11 @@ func (s *Subnet) Mark(addr netip.Addr) bool {
 // not held is a no-op. It reports how many were held.
 func (s *Subnet) Release(a Addresses) int {
 	n := 0
-	for _, ip := range a.List() {
-		if f := s.familyOf(ip); f != nil && f.release(ip) {
+	if a.V4.IsValid() && a.V4.Is4() && s.v4 != nil && s.v4.release(a.V4) {
+		n++
+	}
+	if a.V6.IsValid() {
+		if f := s.familyOf(a.V6.Unmap()); f != nil && f.release(a.V6.Unmap()) {
 			n++
 		}
 	}
