@@ -382,7 +382,7 @@ func (b *Batcher) commit(ctx context.Context, batch []*request) {
 // request is alone.
 func (b *Batcher) try(ctx context.Context, reqs []*request) {
 	for len(reqs) > 0 {
-		ops, starts, err := b.assemble(reqs)
+		pl, err := b.assemble(reqs)
 		if err != nil {
 			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), 0, 0, OutcomeStaleEpoch)
 			for _, r := range reqs {
@@ -390,6 +390,7 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 			}
 			return
 		}
+		ops := pl.ops
 		t0 := time.Now()
 		res, err := b.be.rawTransact(ctx, ops)
 		latency := time.Since(t0)
@@ -418,7 +419,7 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 		if cerr == nil {
 			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeCommitted)
 			for i, r := range reqs {
-				r.answer(resultFor(r, res[starts[i]:starts[i]+len(r.ops)]), nil)
+				r.answer(pl.resultFor(i, r, res), nil)
 			}
 			return
 		}
@@ -440,17 +441,19 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 				r.answer(Result{}, stale)
 			}
 			return
-		case idx < len(ops):
+		case idx < len(ops) && pl.owner[idx] >= 0:
 			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeRequestError)
-			k := ownerOf(starts, idx)
+			k := pl.owner[idx]
 			var opErr error = fmt.Errorf("%s: %s", res[idx].Error, res[idx].Details)
 			if errs, _ := ovsdb.CheckOperationResults(res[idx:idx+1], ops[idx:idx+1]); len(errs) > 0 {
 				opErr = errs[0]
 			}
 			op := ops[idx]
-			reqs[k].answer(Result{}, &RequestError{Index: idx - starts[k], Op: &op, Err: opErr})
+			reqs[k].answer(Result{}, &RequestError{Index: pl.indexIn(k, idx), Op: &op, Err: opErr})
 			reqs = append(reqs[:k:k], reqs[k+1:]...)
 		default:
+			// A commit error, or an error in an op merged from several
+			// requests: no single request is named.
 			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeCommitError)
 			if len(reqs) == 1 {
 				reqs[0].answer(Result{}, &RequestError{Index: -1, Err: cerr})
@@ -469,39 +472,181 @@ func (b *Batcher) split(ctx context.Context, reqs []*request) {
 	b.try(ctx, reqs[h:])
 }
 
-// assemble concatenates the requests' ops behind the fence; starts[i] is the
-// index of request i's first op.
-func (b *Batcher) assemble(reqs []*request) ([]ovsdb.Operation, []int, error) {
+// plan is one transaction built from several requests.
+type plan struct {
+	ops []ovsdb.Operation
+	// pos[k][j] is the index in ops of request k's op j (an op merged or
+	// deduplicated with others maps to the shared op).
+	pos [][]int
+	// owner[i] is the request that alone owns ops[i], ownerFence for the
+	// fence, ownerShared for an op merged from several requests.
+	owner []int
+}
+
+const (
+	ownerFence  = -1
+	ownerShared = -2
+)
+
+// mergeKey identifies a set-insert mutation on one row's column.
+type mergeKey struct{ table, uuid, column string }
+
+// assemble concatenates the requests' ops behind the fence, with two
+// rewrites that keep each request's effect and make the transaction much
+// cheaper for the server:
+//   - set-insert mutations of one row's column by _uuid (a switch's ports,
+//     a router's routes) are merged into one mutation at the end of the
+//     transaction. Every request inserting a port into a switch would
+//     otherwise make the server copy the switch's whole port set once per
+//     request. The merged insert runs after the request's other ops, which
+//     is safe for what the builders emit (an insert of a new row, then the
+//     reference to it);
+//   - identical existence waits on a row (waitExists) are kept once, at the
+//     first request's position.
+func (b *Batcher) assemble(reqs []*request) (*plan, error) {
 	n := 0
 	for _, r := range reqs {
 		n += len(r.ops)
 	}
-	ops := make([]ovsdb.Operation, 0, n+1)
+	pl := &plan{ops: make([]ovsdb.Operation, 0, n+1), pos: make([][]int, len(reqs)), owner: make([]int, 0, n+1)}
 	if b.cfg.Fence != nil {
 		f, err := b.be.fenceOp(*b.cfg.Fence)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		ops = append(ops, f)
+		pl.ops = append(pl.ops, f)
+		pl.owner = append(pl.owner, ownerFence)
 	}
-	starts := make([]int, len(reqs))
-	for i, r := range reqs {
-		starts[i] = len(ops)
-		ops = append(ops, r.ops...)
+	type merged struct {
+		elems  []any
+		seen   map[any]struct{}
+		owners []int // requests whose ops went into it
+		refs   [][2]int
 	}
-	return ops, starts, nil
+	var order []mergeKey
+	merges := map[mergeKey]*merged{}
+	waits := map[mergeKey]int{}
+	for k, r := range reqs {
+		pl.pos[k] = make([]int, len(r.ops))
+		for j, op := range r.ops {
+			if key, elems, ok := setInsert(op); ok {
+				m := merges[key]
+				if m == nil {
+					m = &merged{seen: map[any]struct{}{}}
+					merges[key] = m
+					order = append(order, key)
+				}
+				for _, e := range elems {
+					if _, dup := m.seen[e]; !dup {
+						m.seen[e] = struct{}{}
+						m.elems = append(m.elems, e)
+					}
+				}
+				if len(m.owners) == 0 || m.owners[len(m.owners)-1] != k {
+					m.owners = append(m.owners, k)
+				}
+				m.refs = append(m.refs, [2]int{k, j})
+				continue
+			}
+			if key, ok := existenceWait(op); ok {
+				if i, dup := waits[key]; dup {
+					pl.pos[k][j] = i
+					if pl.owner[i] != k {
+						pl.owner[i] = ownerShared
+					}
+					continue
+				}
+				waits[key] = len(pl.ops)
+			}
+			pl.pos[k][j] = len(pl.ops)
+			pl.ops = append(pl.ops, op)
+			pl.owner = append(pl.owner, k)
+		}
+	}
+	for _, key := range order {
+		m := merges[key]
+		i := len(pl.ops)
+		pl.ops = append(pl.ops, ovsdb.Operation{
+			Op: ovsdb.OperationMutate, Table: key.table, Where: uuidWhere(key.uuid),
+			Mutations: []ovsdb.Mutation{{Column: key.column, Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsSet{GoSet: m.elems}}},
+		})
+		owner := ownerShared
+		if len(m.owners) == 1 {
+			owner = m.owners[0]
+		}
+		pl.owner = append(pl.owner, owner)
+		for _, ref := range m.refs {
+			pl.pos[ref[0]][ref[1]] = i
+		}
+	}
+	return pl, nil
 }
 
-func ownerOf(starts []int, idx int) int {
-	k := 0
-	for i, s := range starts {
-		if s <= idx {
-			k = i
-		} else {
-			break
+// setInsert recognises a mutation that only inserts elements into a set
+// column of one row named by UUID.
+func setInsert(op ovsdb.Operation) (mergeKey, []any, bool) {
+	if op.Op != ovsdb.OperationMutate || len(op.Where) != 1 || len(op.Mutations) != 1 {
+		return mergeKey{}, nil, false
+	}
+	w, m := op.Where[0], op.Mutations[0]
+	u, ok := w.Value.(ovsdb.UUID)
+	if !ok || w.Column != "_uuid" || w.Function != ovsdb.ConditionEqual || !ovsdb.IsValidUUID(u.GoUUID) || m.Mutator != ovsdb.MutateOperationInsert {
+		return mergeKey{}, nil, false
+	}
+	set, ok := m.Value.(ovsdb.OvsSet)
+	if !ok {
+		return mergeKey{}, nil, false
+	}
+	for _, e := range set.GoSet {
+		switch e.(type) {
+		case ovsdb.UUID, string:
+		default:
+			return mergeKey{}, nil, false
 		}
 	}
-	return k
+	return mergeKey{op.Table, u.GoUUID, m.Column}, set.GoSet, true
+}
+
+// existenceWait recognises the op waitExists builds.
+func existenceWait(op ovsdb.Operation) (mergeKey, bool) {
+	if op.Op != ovsdb.OperationWait || len(op.Where) != 1 || op.Until != string(ovsdb.WaitConditionEqual) ||
+		len(op.Rows) != 1 || len(op.Columns) != 1 || op.Columns[0] != "_uuid" || op.Timeout == nil || *op.Timeout != 0 {
+		return mergeKey{}, false
+	}
+	w := op.Where[0]
+	u, ok := w.Value.(ovsdb.UUID)
+	if !ok || w.Column != "_uuid" || w.Function != ovsdb.ConditionEqual {
+		return mergeKey{}, false
+	}
+	if r, ok := op.Rows[0]["_uuid"].(ovsdb.UUID); !ok || r != u || len(op.Rows[0]) != 1 {
+		return mergeKey{}, false
+	}
+	return mergeKey{table: op.Table, uuid: u.GoUUID}, true
+}
+
+// indexIn returns the position within request k of the op at index i.
+func (pl *plan) indexIn(k, i int) int {
+	for j, p := range pl.pos[k] {
+		if p == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// resultFor gives request k its results, in its own op order.
+func (pl *plan) resultFor(k int, r *request, res []ovsdb.OperationResult) Result {
+	out := Result{Ops: make([]ovsdb.OperationResult, len(r.ops))}
+	for j, op := range r.ops {
+		out.Ops[j] = res[pl.pos[k][j]]
+		if op.UUIDName != "" {
+			if out.UUIDs == nil {
+				out.UUIDs = make(map[string]string)
+			}
+			out.UUIDs[op.UUIDName] = out.Ops[j].UUID.GoUUID
+		}
+	}
+	return out
 }
 
 func firstError(res []ovsdb.OperationResult) int {
@@ -511,18 +656,4 @@ func firstError(res []ovsdb.OperationResult) int {
 		}
 	}
 	return -1
-}
-
-func resultFor(r *request, res []ovsdb.OperationResult) Result {
-	out := Result{Ops: res}
-	for i, op := range r.ops {
-		if op.UUIDName == "" || i >= len(res) {
-			continue
-		}
-		if out.UUIDs == nil {
-			out.UUIDs = make(map[string]string)
-		}
-		out.UUIDs[op.UUIDName] = res[i].UUID.GoUUID
-	}
-	return out
 }
