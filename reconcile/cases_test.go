@@ -1,0 +1,290 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+)
+
+// TestPodSliceCases covers static addresses, IP pools, StatefulSet
+// ordinals and retention, malformed annotations and an exhausted subnet.
+func TestPodSliceCases(t *testing.T) {
+	s := startSlice(t)
+	ctx := s.ctx()
+	node := s.kube.CreateNode(t, "node-c", "")
+
+	s.createSubnet("main", "10.40.0.0/24", func(sp *kubeovnv1.SubnetSpec) {
+		sp.Default = true
+		sp.ExcludeIps = []string{"10.40.0.200..10.40.0.254"}
+	})
+	// A /29 has 5 usable addresses besides the gateway.
+	s.createSubnet("tiny", "10.41.0.0/29", func(sp *kubeovnv1.SubnetSpec) { sp.Namespaces = []string{"tiny"} })
+	if _, err := s.kube.Shardnet.KubeovnV1().IPPools().Create(ctx, &kubeovnv1.IPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "pool-a"},
+		Spec:       kubeovnv1.IPPoolSpec{Subnet: "main", IPs: []string{"10.40.0.100..10.40.0.102"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"cases", "tiny"} {
+		s.createNamespace(ns)
+	}
+
+	t.Run("static address in an excluded range, and a conflicting one", func(t *testing.T) {
+		s.createPods([]*corev1.Pod{newPod("cases", "static-1", node.Name, map[string]string{
+			DefaultKey(KeyIPAddress): "10.40.0.210", DefaultKey(KeyMACAddress): "00:00:00:aa:bb:01",
+		})})
+		p := s.waitPod(ctx, "cases", "static-1", routed)
+		if p.Annotations[DefaultKey(KeyIPAddress)] != "10.40.0.210" || p.Annotations[DefaultKey(KeyMACAddress)] != "00:00:00:aa:bb:01" {
+			t.Fatalf("static pod got %v", p.Annotations)
+		}
+		s.waitPort(PortName("static-1", "cases", DefaultProvider), "00:00:00:aa:bb:01 10.40.0.210")
+
+		s.createPods([]*corev1.Pod{newPod("cases", "static-2", node.Name, map[string]string{DefaultKey(KeyIPAddress): "10.40.0.210"})})
+		s.waitWarning(ctx, "cases", "static-2", ReasonAddress, "10.40.0.210")
+		if p := s.getPod(ctx, "cases", "static-2"); p.Annotations[DefaultKey(KeyAllocated)] == "true" {
+			t.Fatal("a second pod took a held static address")
+		}
+	})
+
+	t.Run("IP pool and address list", func(t *testing.T) {
+		var pods []*corev1.Pod
+		for i := range 3 {
+			pods = append(pods, newPod("cases", fmt.Sprintf("pooled-%d", i), node.Name, map[string]string{DefaultKey(KeyIPPool): "pool-a"}))
+		}
+		pods = append(pods, newPod("cases", "listed", node.Name, map[string]string{DefaultKey(KeyIPPool): "10.40.0.150,10.40.0.151"}))
+		s.createPods(pods)
+		got := map[string]bool{}
+		for i := range 3 {
+			p := s.waitPod(ctx, "cases", fmt.Sprintf("pooled-%d", i), routed)
+			got[p.Annotations[DefaultKey(KeyIPAddress)]] = true
+		}
+		for _, want := range []string{"10.40.0.100", "10.40.0.101", "10.40.0.102"} {
+			if !got[want] {
+				t.Fatalf("pool addresses given: %v, want each of 10.40.0.100-102", got)
+			}
+		}
+		if p := s.waitPod(ctx, "cases", "listed", routed); p.Annotations[DefaultKey(KeyIPAddress)] != "10.40.0.150" {
+			t.Fatalf("listed pod got %s, want the first free entry 10.40.0.150", p.Annotations[DefaultKey(KeyIPAddress)])
+		}
+		// The pool is exhausted: a fourth pod waits with a warning.
+		s.createPods([]*corev1.Pod{newPod("cases", "pooled-3", node.Name, map[string]string{DefaultKey(KeyIPPool): "pool-a"})})
+		s.waitWarning(ctx, "cases", "pooled-3", ReasonAddress, "")
+	})
+
+	t.Run("StatefulSet ordinals keep their addresses", func(t *testing.T) {
+		replicas := int32(3)
+		sts, err := s.kube.Client.AppsV1().StatefulSets("cases").Create(ctx, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: &replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No StatefulSet controller runs: create its pods as it would.
+		stsPod := func(i int) *corev1.Pod {
+			p := newPod("cases", fmt.Sprintf("db-%d", i), node.Name, map[string]string{DefaultKey(KeyIPPool): "10.40.0.160;10.40.0.161;10.40.0.162"})
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: sts.UID, Controller: new(bool)}}
+			return p
+		}
+		s.createPods([]*corev1.Pod{stsPod(0), stsPod(1), stsPod(2)})
+		for i := range 3 {
+			p := s.waitPod(ctx, "cases", fmt.Sprintf("db-%d", i), routed)
+			if want := fmt.Sprintf("10.40.0.16%d", i); p.Annotations[DefaultKey(KeyIPAddress)] != want {
+				t.Fatalf("db-%d got %s, want its ordinal's entry %s", i, p.Annotations[DefaultKey(KeyIPAddress)], want)
+			}
+		}
+		// Delete and re-create db-1: same address, port kept meanwhile.
+		before := s.getPod(ctx, "cases", "db-1")
+		s.deletePod(ctx, "cases", "db-1")
+		time.Sleep(500 * time.Millisecond)
+		if _, ok := s.nb.Port(PortName("db-1", "cases", DefaultProvider)); !ok {
+			t.Fatal("the port of a retained StatefulSet pod was deleted")
+		}
+		s.createPods([]*corev1.Pod{stsPod(1)})
+		after := s.waitPod(ctx, "cases", "db-1", routed)
+		if after.UID == before.UID || after.Annotations[DefaultKey(KeyIPAddress)] != before.Annotations[DefaultKey(KeyIPAddress)] ||
+			after.Annotations[DefaultKey(KeyMACAddress)] != before.Annotations[DefaultKey(KeyMACAddress)] {
+			t.Fatalf("re-created db-1 has %s/%s, want %s/%s", after.Annotations[DefaultKey(KeyIPAddress)], after.Annotations[DefaultKey(KeyMACAddress)],
+				before.Annotations[DefaultKey(KeyIPAddress)], before.Annotations[DefaultKey(KeyMACAddress)])
+		}
+		// Scale down to 2, then delete db-2: its address is released.
+		patch := []byte(`{"spec":{"replicas":2}}`)
+		if _, err := s.kube.Client.AppsV1().StatefulSets("cases").Patch(ctx, "db", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // the StatefulSet informer sees the scale-down
+		s.deletePod(ctx, "cases", "db-2")
+		s.waitGone(ctx, "main", "10.40.0.162")
+		if _, ok := s.nb.Port(PortName("db-0", "cases", DefaultProvider)); !ok {
+			t.Fatal("db-0 lost its port")
+		}
+	})
+
+	t.Run("malformed annotations warn and leave other pods alone", func(t *testing.T) {
+		bad := []map[string]string{
+			{DefaultKey(KeyIPAddress): "10.40.0.300"},
+			{DefaultKey(KeyIPAddress): "not-an-ip"},
+			{DefaultKey(KeyIPAddress): "10.40.0.5,10.40.0.6"},
+			{DefaultKey(KeyIPAddress): "10.99.0.5"},             // outside the subnet
+			{DefaultKey(KeyIPAddress): "10.40.0.1"},             // the gateway
+			{DefaultKey(KeyIPAddress): "10.40.0.0"},             // the network address
+			{DefaultKey(KeyMACAddress): "zz:zz:zz:zz:zz:zz"},    // bad MAC
+			{DefaultKey(KeyMACAddress): "00:00:00:aa:bb:01"},    // static-1's MAC
+			{DefaultKey(KeyLogicalSwitch): "no-such-subnet"},    // unknown subnet
+			{DefaultKey(KeyIPPool): "no-such-pool"},             // unknown pool
+			{DefaultKey(KeyIPPool): "10.40.0.170,,10.40.0.171"}, // malformed list
+			{DefaultKey(KeyIPPool): "10.40.0.300;10.40.0.171"},
+			{DefaultKey(KeyPortSecurity): "maybe"},
+			{DefaultKey(KeyLayer2Forward): "1"},
+			{DefaultKey(KeyPortVIPs): "10.40.0.50,vip"},
+			{DefaultKey(KeyNorthGateway): "gateway"},
+			{DefaultKey(KeyEIP): "1.2.3"},
+			{DefaultKey(KeySNAT): "::zz"},
+			{DefaultKey(KeyIPPool): "pool-a", DefaultKey(KeyLogicalSwitch): "tiny"}, // pool of another subnet
+			{DefaultKey(KeyIPAddress): "10.40.0.210"},                               // held by static-1
+		}
+		var pods []*corev1.Pod
+		for i, ann := range bad {
+			pods = append(pods, newPod("cases", fmt.Sprintf("bad-%02d", i), node.Name, ann))
+		}
+		pods = append(pods, newPod("cases", "good-neighbour", node.Name, nil))
+		s.createPods(pods)
+		s.waitPod(ctx, "cases", "good-neighbour", routed)
+		for i := range bad {
+			name := fmt.Sprintf("bad-%02d", i)
+			s.waitWarning(ctx, "cases", name, "", "")
+			if p := s.getPod(ctx, "cases", name); p.Annotations[DefaultKey(KeyAllocated)] == "true" {
+				t.Fatalf("%s with %v was allocated", name, bad[i])
+			}
+		}
+	})
+
+	t.Run("an exhausted subnet recovers when addresses are freed", func(t *testing.T) {
+		var pods []*corev1.Pod
+		for i := range 6 {
+			pods = append(pods, newPod("tiny", fmt.Sprintf("t-%d", i), node.Name, nil))
+		}
+		s.createPods(pods)
+		var allocated, waiting []string
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			allocated, waiting = nil, nil
+			list, err := s.kube.Client.CoreV1().Pods("tiny").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range list.Items {
+				if routed(&p) {
+					allocated = append(allocated, p.Name)
+				} else {
+					waiting = append(waiting, p.Name)
+				}
+			}
+			if len(allocated) == 5 && len(waiting) == 1 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if len(allocated) != 5 || len(waiting) != 1 {
+			t.Fatalf("a /29 with 5 usable addresses allocated %v, left %v", allocated, waiting)
+		}
+		s.waitWarning(ctx, "tiny", waiting[0], ReasonAddress, "")
+		s.deletePod(ctx, "tiny", allocated[0])
+		s.waitPod(ctx, "tiny", waiting[0], routed)
+	})
+}
+
+func (s *slice) getPod(ctx context.Context, ns, name string) *corev1.Pod {
+	s.t.Helper()
+	p, err := s.kube.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return p
+}
+
+func (s *slice) waitPod(ctx context.Context, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	s.t.Helper()
+	for {
+		p, err := s.kube.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && cond(p) {
+			return p
+		}
+		select {
+		case <-ctx.Done():
+			s.t.Fatalf("pod %s/%s never met the condition (err %v); warnings: %v", ns, name, err, s.warnings(context.Background(), ns, name))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *slice) deletePod(ctx context.Context, ns, name string) {
+	s.t.Helper()
+	if err := s.kube.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil && !apierrors.IsNotFound(err) {
+		s.t.Fatal(err)
+	}
+	for {
+		_, err := s.kube.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.t.Fatalf("pod %s/%s not gone", ns, name)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitWarning waits for a Warning Event on the pod whose reason (if given)
+// and message (if given, as a substring) match.
+func (s *slice) waitWarning(ctx context.Context, ns, pod, reason, contains string) {
+	s.t.Helper()
+	for {
+		for _, w := range s.warnings(ctx, ns, pod) {
+			r, msg, _ := strings.Cut(w, ": ")
+			if (reason == "" || r == reason) && strings.Contains(msg, contains) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			s.t.Fatalf("no warning %q containing %q on %s/%s; have %v", reason, contains, ns, pod, s.warnings(context.Background(), ns, pod))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitGone waits until the claim of addr in subnet is deleted.
+func (s *slice) waitGone(ctx context.Context, subnet, addr string) {
+	s.t.Helper()
+	name := subnet + "." + addr
+	for {
+		_, err := s.kube.Shardnet.ShardnetV1alpha1().AddressClaims().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.t.Fatalf("claim %s still exists (err %v)", name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
