@@ -457,3 +457,72 @@ func TestBatcherConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestAssembleMergesSetInsertsAndExistenceWaits(t *testing.T) {
+	nb := newFakeNB(7)
+	b := newTestBatcher(t, nb, 100, nil)
+	const ls = "aaaaaaaa-0000-0000-0000-000000000001"
+	port := func(name string) []ovsdb.Operation {
+		return []ovsdb.Operation{
+			{Op: ovsdb.OperationInsert, Table: "Logical_Switch_Port", UUIDName: name, Row: ovsdb.Row{"name": name}},
+			waitExists("Logical_Switch", ls),
+			insertRefs("Logical_Switch", ls, "ports", ovsdb.UUID{GoUUID: name}),
+		}
+	}
+	reqs := []*request{{ops: port("a")}, {ops: port("b")}, {ops: port("c")}}
+	pl, err := b.assemble(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fence, 3 inserts, 1 wait, 1 merged mutate
+	var kinds []string
+	for _, op := range pl.ops {
+		kinds = append(kinds, op.Op)
+	}
+	want := []string{"wait", "insert", "wait", "insert", "insert", "mutate"}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("ops %v, want %v", kinds, want)
+	}
+	merged := pl.ops[len(pl.ops)-1]
+	if set := merged.Mutations[0].Value.(ovsdb.OvsSet); len(set.GoSet) != 3 {
+		t.Errorf("merged mutate inserts %v, want the 3 ports", set.GoSet)
+	}
+	if pl.owner[0] != ownerFence || pl.owner[2] != ownerShared || pl.owner[len(pl.ops)-1] != ownerShared {
+		t.Errorf("owners %v: the fence, the shared wait and the merged mutate must not name one request", pl.owner)
+	}
+	if pl.owner[1] != 0 || pl.owner[3] != 1 || pl.owner[4] != 2 {
+		t.Errorf("owners %v: each insert belongs to its request", pl.owner)
+	}
+	// Every request's ops map to ops of the same kind.
+	for k, r := range reqs {
+		for j, op := range r.ops {
+			if got := pl.ops[pl.pos[k][j]].Op; got != op.Op {
+				t.Errorf("request %d op %d (%s) maps to a %s", k, j, op.Op, got)
+			}
+		}
+	}
+	// Results come back in each request's own order, UUIDs included.
+	res := make([]ovsdb.OperationResult, len(pl.ops))
+	res[1].UUID.GoUUID = "bbbbbbbb-0000-0000-0000-000000000001"
+	res[len(pl.ops)-1].Count = 1
+	got := pl.resultFor(0, reqs[0], res)
+	if got.UUIDs["a"] != res[1].UUID.GoUUID || len(got.Ops) != 3 || got.Ops[2].Count != 1 {
+		t.Errorf("result for request 0: %+v", got)
+	}
+}
+
+func TestAssembleLeavesOtherMutationsAlone(t *testing.T) {
+	nb := newFakeNB(7)
+	b := newTestBatcher(t, nb, 100, nil)
+	const ls = "aaaaaaaa-0000-0000-0000-000000000001"
+	del := removeRefEverywhere("Logical_Switch", "ports", "cccccccc-0000-0000-0000-000000000001")
+	keys := ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Logical_Switch", Where: uuidWhere(ls),
+		Mutations: setKeys("other_config", nil, map[string]string{"subnet": "10.0.0.0/24"})}
+	pl, err := b.assemble([]*request{{ops: []ovsdb.Operation{del, keys}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.ops) != 3 || pl.ops[1].Mutations[0].Mutator != ovsdb.MutateOperationDelete || pl.ops[2].Mutations[0].Column != "other_config" {
+		t.Errorf("ops rewritten: %+v", pl.ops)
+	}
+}

@@ -233,7 +233,7 @@ func monitorRequest(nb client.Client) *client.Monitor {
 		client.WithTable(&g, &g.ExternalIDs),
 		client.WithTable(&ls, &ls.Name, &ls.OtherConfig, &ls.ExternalIDs),
 		client.WithTable(&lsp, &lsp.Name, &lsp.Addresses, &lsp.PortSecurity, &lsp.ExternalIDs,
-			&lsp.Type, &lsp.Options, &lsp.Dhcpv4Options, &lsp.Dhcpv6Options, &lsp.Enabled, &lsp.Tag),
+			&lsp.Type, &lsp.Options, &lsp.Dhcpv4Options, &lsp.Dhcpv6Options),
 		client.WithTable(&lr, &lr.Name, &lr.ExternalIDs),
 		client.WithTable(&lrp, &lrp.Name, &lrp.MAC, &lrp.Networks, &lrp.ExternalIDs, &lrp.Options),
 		client.WithTable(&pg, &pg.Name, &pg.ExternalIDs),

@@ -162,13 +162,20 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 	cur, exists := c.Port(spec.Name)
 	if !exists {
 		name := newUUIDName("lsp")
-		row := ovsdb.Row{
-			"name":           spec.Name,
-			"addresses":      strSet(addrs),
-			"port_security":  strSet(sec),
-			"external_ids":   toOvsMap(ids),
-			"dhcpv4_options": optUUID(spec.DHCPv4),
-			"dhcpv6_options": optUUID(spec.DHCPv6),
+		// Columns left out take their empty defaults; every column sent
+		// costs encoding on the hot path.
+		row := ovsdb.Row{"name": spec.Name, "external_ids": toOvsMap(ids)}
+		if len(addrs) > 0 {
+			row["addresses"] = strSet(addrs)
+		}
+		if len(sec) > 0 {
+			row["port_security"] = strSet(sec)
+		}
+		if spec.DHCPv4 != "" {
+			row["dhcpv4_options"] = optUUID(spec.DHCPv4)
+		}
+		if spec.DHCPv6 != "" {
+			row["dhcpv6_options"] = optUUID(spec.DHCPv6)
 		}
 		if spec.Type != "" {
 			row["type"] = spec.Type
