@@ -314,10 +314,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// The shell's own work outlives ctx: the handoff after ctx ends needs the
 	// informers and the API.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRun()
-
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		stopRun()
+		wg.Wait()
+	}()
 	if err := c.startInformers(runCtx, &wg); err != nil {
 		return err
 	}
@@ -364,6 +365,14 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	c.loop(ctx, runCtx)
 
+	// Acknowledge the last releases before the Lease goes: the leader then
+	// sees an empty held set and lets the new owners start without waiting
+	// for this Lease to expire.
+	if !c.lost.Load() {
+		if err := c.writeLease(runCtx); err != nil {
+			logger.Error(err, "Writing the final acknowledgement")
+		}
+	}
 	stopElect()
 	<-electDone
 	delCtx, cancel := context.WithTimeout(runCtx, c.cfg.RetryPeriod)
@@ -987,6 +996,12 @@ func (c *Coordinator) onLeaseDelete(obj any) {
 	c.mu.Lock()
 	if o := c.observed[*l.Spec.HolderIdentity]; o != nil {
 		o.deleted = true
+		// The final state counts as the member's last report (an empty held
+		// set acknowledges its releases); it is no sign of life, so lastSeen
+		// stays.
+		if _, r, err := parseReport(l, c.cfg.Shards); err == nil {
+			o.report = r
+		}
 	}
 	// Forget members whose Lease is gone and expired, so the map does not
 	// grow with every identity ever seen.
