@@ -248,11 +248,11 @@ func (c *Claims) allocate(ctx context.Context, s *Subnet, static Addresses, p *P
 	al := Allocation{Subnet: s.name}
 	key := OwnerKey(req.Owner)
 	var created []claimed
-	macSet := false
+	var ms macState
 	fail := func(err error) (Allocation, error) {
 		c.rollback(ctx, s, created)
-		if macSet {
-			s.ReleaseMAC(al.MAC, key)
+		if ms.set && !ms.adopted {
+			s.ReleaseMAC(ms.mac, key)
 		}
 		return Allocation{}, err
 	}
@@ -269,7 +269,7 @@ func (c *Claims) allocate(ctx context.Context, s *Subnet, static Addresses, p *P
 		if p != nil && ((is4 && p.v4 != nil) || (!is4 && p.v6 != nil)) {
 			fromPool = p
 		}
-		got, err := c.claimFamily(ctx, s, is4, want, fromPool, shard, req, &al, &macSet)
+		got, err := c.claimFamily(ctx, s, is4, want, fromPool, shard, req, &ms)
 		if err != nil {
 			return fail(err)
 		}
@@ -282,9 +282,20 @@ func (c *Claims) allocate(ctx context.Context, s *Subnet, static Addresses, p *P
 			al.Addresses.V6, al.uids[1] = got.addr, got.uid
 		}
 	}
+	al.MAC = ms.mac
 	klog.FromContext(ctx).V(4).Info("Allocated", "subnet", s.name, "addresses", al.Addresses.String(),
 		"mac", al.MAC.String(), "owner", key)
 	return al, nil
+}
+
+// macState is the MAC of one allocation, decided with its first family.
+type macState struct {
+	mac MAC
+	// set is true once the first family has decided mac.
+	set bool
+	// adopted is true when mac came from a claim the owner already held,
+	// which a failed allocation must not take away from it.
+	adopted bool
 }
 
 // claimed is one address this call holds.
@@ -296,10 +307,21 @@ type claimed struct {
 	created bool
 }
 
+func one(a netip.Addr) Addresses {
+	if a.Is4() {
+		return Addresses{V4: a}
+	}
+	return Addresses{V6: a}
+}
+
 // claimFamily picks (or takes, when want is valid) one address of a family
-// and creates its claim. The first family to run decides al.MAC.
-func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want netip.Addr, p *Pool, shard int, req Request, al *Allocation, macSet *bool) (claimed, error) {
+// and creates its claim. The first family to run decides ms.
+func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want netip.Addr, p *Pool, shard int, req Request, ms *macState) (claimed, error) {
 	key := OwnerKey(req.Owner)
+	primary := !ms.set
+	// ownBit is true while the bit of the current address was set by this
+	// call, so that an error must clear it again.
+	ownBit := false
 	for conflicts := 0; ; conflicts++ {
 		if conflicts >= c.maxConflicts {
 			return claimed{}, fmt.Errorf("subnet %s: %d picks in a row already claimed: %w", s.name, conflicts, ErrConflict)
@@ -308,93 +330,98 @@ func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want neti
 			return claimed{}, err
 		}
 		var a netip.Addr
-		localBusy := false
 		if want.IsValid() {
 			a = want
-			err := s.AllocateStatic(Addresses{V4: ifv(is4, a), V6: ifv(!is4, a)})
-			switch {
-			case errors.Is(err, ErrAllocated):
-				// Held here: maybe by this owner (a retry, a restart), maybe
-				// only in a stale bitmap. The claim decides.
-				localBusy = true
-			case err != nil:
-				return claimed{}, err
+			if !ownBit {
+				switch err := s.AllocateStatic(one(a)); {
+				case err == nil:
+					ownBit = true
+				case errors.Is(err, ErrAllocated):
+					// Held here already: by this owner (a retry, a restart),
+					// by another, or only in a stale bitmap. The claim decides.
+				default:
+					return claimed{}, err
+				}
 			}
 		} else {
 			var err error
 			if a, err = s.allocateFamily(is4, shard, p); err != nil {
 				return claimed{}, err
 			}
+			ownBit = true
 		}
-		if !*macSet {
-			if localBusy {
-				// The MAC follows the existing claim when it is the owner's.
-				if existing, err := c.store.Get(ctx, v1alpha1.ClaimName(s.name, a)); err == nil && sameOwner(existing.Spec.Owner, req.Owner) {
-					if m, perr := ParseMAC(existing.Spec.MAC); perr == nil && req.MAC.IsZero() {
-						req.MAC = m
-					}
+		undo := func() {
+			if ownBit {
+				s.Release(one(a))
+			}
+		}
+		name := v1alpha1.ClaimName(s.name, a)
+		var existing *v1alpha1.AddressClaim
+		if want.IsValid() && !ownBit {
+			got, err := c.store.Get(ctx, name)
+			switch {
+			case err == nil:
+				existing = got
+			case !apierrors.IsNotFound(err):
+				return claimed{}, fmt.Errorf("reading claim %s: %w", name, err)
+			}
+		}
+		if existing == nil {
+			if primary {
+				m, err := s.AssignMAC(req.MAC, one(a), key)
+				if err != nil {
+					undo()
+					return claimed{}, err
 				}
+				*ms = macState{mac: m, set: true}
 			}
-			m, err := s.AssignMAC(req.MAC, Addresses{V4: ifv(is4, a), V6: ifv(!is4, a)}, key)
-			if err != nil {
-				if !localBusy {
-					s.Release(Addresses{V4: ifv(is4, a), V6: ifv(!is4, a)})
+			out, err := c.store.Create(ctx, c.newClaim(s, a, req, ms.mac))
+			if err == nil {
+				return claimed{addr: a, uid: out.UID, created: true}, nil
+			}
+			if !apierrors.IsAlreadyExists(err) {
+				undo()
+				if primary {
+					s.ReleaseMAC(ms.mac, key)
+					*ms = macState{}
 				}
-				return claimed{}, err
+				return claimed{}, fmt.Errorf("creating claim %s: %w", name, err)
 			}
-			al.MAC, *macSet = m, true
-		}
-		claim := c.newClaim(s, a, req, al.MAC)
-		var out *v1alpha1.AddressClaim
-		var err error
-		if localBusy {
-			err = apierrors.NewAlreadyExists(v1alpha1.Resource("addressclaims"), claim.Name)
-		} else {
-			out, err = c.store.Create(ctx, claim)
-		}
-		if err == nil {
-			return claimed{addr: a, uid: out.UID, created: true}, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			s.Release(Addresses{V4: ifv(is4, a), V6: ifv(!is4, a)})
-			return claimed{}, fmt.Errorf("creating claim %s: %w", claim.Name, err)
-		}
-		if !want.IsValid() {
-			// Someone else holds it: the bit stays set, try the next.
-			klog.FromContext(ctx).V(4).Info("Address already claimed, picking another", "claim", claim.Name)
-			if *macSet && al.Addresses.IsZero() && req.MAC.IsZero() {
-				// A derived MAC belongs to the pick that was lost.
-				s.ReleaseMAC(al.MAC, key)
-				*macSet = false
+			if !want.IsValid() {
+				// Someone else holds it: the bit stays set, try the next.
+				klog.FromContext(ctx).V(4).Info("Address already claimed, picking another", "claim", name)
+				continue
 			}
-			continue
+			got, err := c.store.Get(ctx, name)
+			switch {
+			case apierrors.IsNotFound(err):
+				// Released between the create and the read: try again.
+				continue
+			case err != nil:
+				undo()
+				return claimed{}, fmt.Errorf("reading claim %s: %w", name, err)
+			}
+			existing = got
 		}
-		existing, gerr := c.store.Get(ctx, claim.Name)
-		switch {
-		case apierrors.IsNotFound(gerr):
-			// Stale bit, or the holder let go meanwhile: claim it anew.
-			if localBusy {
-				out, err = c.store.Create(ctx, claim)
-				if err == nil {
-					return claimed{addr: a, uid: out.UID, created: true}, nil
-				}
-				if !apierrors.IsAlreadyExists(err) {
-					return claimed{}, fmt.Errorf("creating claim %s: %w", claim.Name, err)
-				}
+		// The address is claimed; the bit stays set whoever holds it.
+		s.Mark(a)
+		if !sameOwner(existing.Spec.Owner, req.Owner) {
+			if primary && ms.set {
+				s.ReleaseMAC(ms.mac, key)
+				*ms = macState{}
 			}
-			continue
-		case gerr != nil:
-			if !localBusy {
-				s.Release(Addresses{V4: ifv(is4, a), V6: ifv(!is4, a)})
-			}
-			return claimed{}, fmt.Errorf("reading claim %s: %w", claim.Name, gerr)
-		case sameOwner(existing.Spec.Owner, req.Owner):
-			s.Mark(a)
-			return claimed{addr: a, uid: existing.UID}, nil
-		default:
-			s.Mark(a)
 			return claimed{}, &AllocatedError{Subnet: s.name, Addr: a, Holder: existing.Spec.Owner}
 		}
+		if primary {
+			// The owner's claims are given back as they are, MAC included.
+			m, err := ParseMAC(existing.Spec.MAC)
+			if err != nil {
+				m = s.DerivedMAC(one(a))
+			}
+			s.recordMAC(m, key)
+			*ms = macState{mac: m, set: true, adopted: true}
+		}
+		return claimed{addr: a, uid: existing.UID}, nil
 	}
 }
 

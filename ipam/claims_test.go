@@ -504,3 +504,112 @@ func TestClaimsTwoReplicas(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimsStaticCreateErrors(t *testing.T) {
+	ctx := context.Background()
+	s := mustSubnet(t, SubnetConfig{Name: "n", CIDRBlock: "10.0.0.0/24", Shards: 1})
+	a := mustAddrNoT("10.0.0.40")
+
+	// A failed create frees the bit it set.
+	store := newMemStore()
+	boom := errors.New("etcd timeout")
+	store.beforeCreate = func(string) error { return boom }
+	c := newClaims(t, store)
+	if _, err := c.AllocateStatic(ctx, s, Addresses{V4: a}, 0, Request{Owner: pod("a")}); !errors.Is(err, boom) {
+		t.Fatalf("AllocateStatic: %v, want the create error", err)
+	}
+	if !s.IsFree(a) {
+		t.Fatal("bit left set after a failed static create")
+	}
+
+	// AlreadyExists, then gone by the time it is read: the claim is tried
+	// again and made.
+	store = newMemStore()
+	calls := 0
+	store.beforeCreate = func(name string) error {
+		calls++
+		if calls == 1 {
+			return apierrors.NewAlreadyExists(v1alpha1.Resource("addressclaims"), name)
+		}
+		return nil
+	}
+	c = newClaims(t, store)
+	al, err := c.AllocateStatic(ctx, s, Addresses{V4: a}, 0, Request{Owner: pod("a")})
+	if err != nil || al.Addresses.V4 != a || calls != 2 {
+		t.Fatalf("AllocateStatic = %+v, %v after %d creates", al, err, calls)
+	}
+	if cl, ok := store.has("n", a.String()); !ok || cl.Spec.Owner != pod("a") {
+		t.Fatalf("claim %+v", cl)
+	}
+}
+
+func TestClaimsAdoptedMACSurvivesFailure(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	c := newClaims(t, store)
+	s := mustSubnet(t, SubnetConfig{Name: "n", CIDRBlock: "10.0.0.0/24,fd00::/64", Shards: 1})
+	static := mustMAC(t, "00:00:5e:00:53:42")
+	store.put("n", "10.0.0.50", pod("a"), static.String())
+	if _, err := c.Track(s, listerOf(t, store.list())); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("unavailable")
+	store.beforeCreate = func(string) error { return boom }
+	_, err := c.AllocateStatic(ctx, s, Addresses{V4: mustAddrNoT("10.0.0.50"), V6: mustAddrNoT("fd00::50")}, 0, Request{Owner: pod("a")})
+	if !errors.Is(err, boom) {
+		t.Fatalf("AllocateStatic: %v", err)
+	}
+	if _, ok := store.has("n", "10.0.0.50"); !ok {
+		t.Fatal("rollback deleted a claim the owner held before the call")
+	}
+	if owner, ok := s.macOwner(static); !ok || owner != OwnerKey(pod("a")) {
+		t.Fatal("rollback took the owner's static MAC away")
+	}
+	store.beforeCreate = nil
+	al, err := c.AllocateStatic(ctx, s, Addresses{V4: mustAddrNoT("10.0.0.50"), V6: mustAddrNoT("fd00::50")}, 0, Request{Owner: pod("a")})
+	if err != nil || al.MAC != static {
+		t.Fatalf("retry = %+v, %v; want the claimed MAC %s", al, err, static)
+	}
+	if cl, ok := store.has("n", "fd00::50"); !ok || cl.Spec.MAC != static.String() {
+		t.Fatalf("IPv6 claim %+v does not carry the owner's MAC", cl)
+	}
+}
+
+func TestClaimsDerivedMACFollowsFinalPick(t *testing.T) {
+	store := newMemStore()
+	store.put("v6", "fd00::2", pod("other"), "")
+	c := newClaims(t, store)
+	s := mustSubnet(t, SubnetConfig{Name: "v6", CIDRBlock: "fd00::/64", Shards: 1})
+	al, err := c.Allocate(context.Background(), s, 0, Request{Owner: pod("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if al.Addresses.V6 != mustAddrNoT("fd00::3") || al.MAC != s.DerivedMAC(al.Addresses) || al.MAC.String() != "0a:59:00:00:00:03" {
+		t.Fatalf("Allocate = %s with MAC %s", al.Addresses, al.MAC)
+	}
+	if cl, _ := store.has("v6", "fd00::3"); cl.Spec.MAC != al.MAC.String() {
+		t.Fatalf("claim MAC %s, allocation MAC %s", cl.Spec.MAC, al.MAC)
+	}
+}
+
+func TestHeld(t *testing.T) {
+	store := newMemStore()
+	mac := "00:00:5e:00:53:77"
+	store.put("n", "10.0.0.5", pod("a"), mac)
+	store.put("n", "fd00::5", pod("a"), mac)
+	store.put("m", "10.0.0.6", pod("a"), "")
+	store.put("n", "10.0.0.7", pod("b"), "")
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, ClaimIndexers())
+	for _, c := range store.list() {
+		if err := idx.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, m, err := Held(idx, "n", pod("a"))
+	if err != nil || a.String() != "10.0.0.5,fd00::5" || m.String() != mac {
+		t.Fatalf("Held = %s, %s, %v", a, m, err)
+	}
+	if a, _, err := Held(idx, "n", pod("c")); err != nil || !a.IsZero() {
+		t.Fatalf("Held of an owner without claims = %s, %v", a, err)
+	}
+}

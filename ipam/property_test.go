@@ -105,13 +105,6 @@ func randomCase(r *rand.Rand) propCase {
 
 func mustAddrNoT(s string) netip.Addr { return netip.MustParseAddr(s) }
 
-func one(a netip.Addr) Addresses {
-	if a.Is4() {
-		return Addresses{V4: a}
-	}
-	return Addresses{V6: a}
-}
-
 func pickOf(a Addresses) netip.Addr {
 	if a.V4.IsValid() {
 		return a.V4
