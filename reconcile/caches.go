@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -51,18 +50,14 @@ type Caches struct {
 
 var _ Catalog = (*Caches)(nil)
 
-// NewCaches builds the informers and the subnet registry. shards is the
-// number of virtual shards (one IPAM cursor each). withIPs adds the
-// kubeovn.io IP informer, needed when the pod reconciler writes IP records.
-func NewCaches(kube kubernetes.Interface, sn versioned.Interface, shards int, withIPs bool) (*Caches, error) {
-	c := &Caches{
-		kube:     informers.NewSharedInformerFactory(kube, 0),
-		shardnet: externalversions.NewSharedInformerFactory(sn, 0),
-	}
+// NewCaches builds the informers the reconcilers need from the shared
+// factories (call it before the factories start) and the subnet registry.
+// The pod informer's transform is the factory's. shards is the number of
+// virtual shards (one IPAM cursor each). withIPs adds the kubeovn.io IP
+// informer, needed when the pod reconciler writes IP records.
+func NewCaches(kube informers.SharedInformerFactory, crds externalversions.SharedInformerFactory, sn versioned.Interface, shards int, withIPs bool) (*Caches, error) {
+	c := &Caches{kube: kube, shardnet: crds}
 	pods := c.kube.Core().V1().Pods()
-	if err := pods.Informer().SetTransform(TrimPod); err != nil {
-		return nil, fmt.Errorf("pod informer transform: %w", err)
-	}
 	c.PodInformer = pods.Informer()
 	c.Pods = pods.Lister()
 	c.Namespaces = c.kube.Core().V1().Namespaces().Lister()
@@ -76,7 +71,7 @@ func NewCaches(kube kubernetes.Interface, sn versioned.Interface, shards int, wi
 	claims := c.shardnet.Shardnet().V1alpha1().AddressClaims()
 	c.ClaimInformer = claims.Informer()
 	if err := c.ClaimInformer.AddIndexers(ClaimIndexers()); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("adding the claim index: %w", err)
 	}
 	c.Claims = claims.Lister()
 

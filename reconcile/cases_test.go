@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 )
 
 // TestPodSliceCases covers static addresses, IP pools, StatefulSet
@@ -173,6 +175,56 @@ func TestPodSliceCases(t *testing.T) {
 			if p := s.getPod(ctx, "cases", name); p.Annotations[DefaultKey(KeyAllocated)] == "true" {
 				t.Fatalf("%s with %v was allocated", name, bad[i])
 			}
+		}
+	})
+
+	t.Run("the collector finds what a crash left behind", func(t *testing.T) {
+		// A claim and an IP record of a pod that no longer exists, as a
+		// crash between writes leaves them, beside a live pod's.
+		s.createPods([]*corev1.Pod{newPod("cases", "alive", node.Name, nil)})
+		s.waitPod(ctx, "cases", "alive", routed)
+		owner := v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "cases", Name: "ghost", UID: "ghost-uid"}
+		addr := netip.MustParseAddr("10.40.0.199")
+		if _, err := s.kube.Shardnet.ShardnetV1alpha1().AddressClaims().Create(ctx, &v1alpha1.AddressClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClaimName("main", addr), Labels: map[string]string{v1alpha1.LabelSubnet: "main"}},
+			Spec:       v1alpha1.AddressClaimSpec{Subnet: "main", Address: addr.String(), Owner: owner},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.kube.Shardnet.KubeovnV1().IPs().Create(ctx, &kubeovnv1.IP{
+			ObjectMeta: metav1.ObjectMeta{Name: PortName("ghost", "cases", DefaultProvider)},
+			Spec:       kubeovnv1.IPSpec{PodName: "ghost", Namespace: "cases", Subnet: "main", IPAddress: addr.String()},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gc := NewGC(s.caches, nil, time.Minute)
+		all := func(string) bool { return true }
+		now := time.Now()
+		waitView(t, ctx, func() error {
+			if due := gc.Pass(now, all); len(due) != 0 {
+				return fmt.Errorf("first pass reported %v; a key is due only after the grace period", due)
+			}
+			if _, ok, _ := s.caches.ClaimIndex().GetByKey(v1alpha1.ClaimName("main", addr)); !ok {
+				return fmt.Errorf("claim not in the cache yet")
+			}
+			if _, err := s.caches.IPs.Get(PortName("ghost", "cases", DefaultProvider)); err != nil {
+				return fmt.Errorf("IP record not in the cache yet: %v", err)
+			}
+			return nil
+		})
+		due := gc.Pass(now.Add(2*time.Minute), all)
+		if len(due) != 1 || due[0] != "cases/ghost" {
+			t.Fatalf("second pass reported %v, want only cases/ghost", due)
+		}
+		if err := s.pods.Reconcile(ctx, s.batcher, 0, due[0]); err != nil {
+			t.Fatal(err)
+		}
+		s.waitGone(ctx, "main", addr.String())
+		if _, err := s.kube.Shardnet.KubeovnV1().IPs().Get(ctx, PortName("ghost", "cases", DefaultProvider), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the orphaned IP record is still there: %v", err)
+		}
+		if _, err := s.kube.Shardnet.KubeovnV1().IPs().Get(ctx, PortName("alive", "cases", DefaultProvider), metav1.GetOptions{}); err != nil {
+			t.Fatalf("the live pod's IP record went: %v", err)
 		}
 	})
 

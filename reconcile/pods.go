@@ -332,6 +332,15 @@ func (p *Pods) allocation(ctx context.Context, sub *ipam.Subnet, shard int, pod 
 	}
 
 	r := p.request(pod, owner, req.MAC)
+	if prior, ok := annotatedAllocation(pod, sub.Name()); ok && req.Static.IsZero() {
+		// The pod was given addresses before, but this replica's claim
+		// cache has not seen them yet (a handoff, a restart): take exactly
+		// those back. The claim decides whether they are still the owner's.
+		if r.MAC.IsZero() {
+			r.MAC = prior.MAC
+		}
+		return p.cfg.Claims.AllocateStatic(ctx, sub, prior.Addresses, shard, r)
+	}
 	switch {
 	case !req.Static.IsZero():
 		return p.cfg.Claims.AllocateStatic(ctx, sub, req.Static, shard, r)
@@ -365,6 +374,24 @@ func (p *Pods) checkStaticMatches(req Request, al ipam.Allocation) error {
 		}
 	}
 	return nil
+}
+
+// annotatedAllocation is what the pod's annotations say it was given in
+// subnet, when they say it was allocated there.
+func annotatedAllocation(pod *corev1.Pod, subnet string) (ipam.Allocation, bool) {
+	ann := pod.Annotations
+	if ann[DefaultKey(KeyAllocated)] != "true" || ann[DefaultKey(KeyLogicalSwitch)] != subnet {
+		return ipam.Allocation{}, false
+	}
+	a, err := ipam.ParseAddresses(ann[DefaultKey(KeyIPAddress)])
+	if err != nil {
+		return ipam.Allocation{}, false
+	}
+	al := ipam.Allocation{Subnet: subnet, Addresses: a}
+	if m, err := ipam.ParseMAC(ann[DefaultKey(KeyMACAddress)]); err == nil {
+		al.MAC = m
+	}
+	return al, true
 }
 
 // allocationFromClaims rebuilds an allocation from a complete set of claims

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 
+	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/ovn/nbdb"
@@ -37,6 +39,7 @@ type slice struct {
 	// what the reconciler's trimmed cache does not hold.
 	view    client.Client
 	caches  *Caches
+	batcher *ovn.Batcher
 	pods    *Pods
 	subnets *SubnetReconciler
 	cancel  context.CancelFunc
@@ -68,10 +71,13 @@ func startSlice(t *testing.T) *slice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caches, err := NewCaches(kube.Client, kube.Shardnet, 1, true)
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithTransform(TrimPod))
+	crdFactory := externalversions.NewSharedInformerFactory(kube.Shardnet, 0)
+	caches, err := NewCaches(kubeFactory, crdFactory, kube.Shardnet, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.batcher = batcher
 	s.caches = caches
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.Client.CoreV1().Events("")})
