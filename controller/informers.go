@@ -87,7 +87,8 @@ func (inf *Informers) Shards() int { return inf.shards }
 // read, which is most of the memory of 100k cached pods. Kept: the object
 // metadata without managedFields (labels, annotations, owner references,
 // UID, resourceVersion, deletion timestamp), spec.nodeName,
-// spec.hostNetwork, and status.phase, podIP(s) and hostIP(s). Other objects
+// spec.hostNetwork, spec.restartPolicy, spec.terminationGracePeriodSeconds,
+// and status.phase, reason, podIP(s) and hostIP(s). Other objects
 // only lose their managedFields.
 func TrimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -102,9 +103,14 @@ func TrimPod(obj any) (any, error) {
 		Spec: corev1.PodSpec{
 			NodeName:    p.Spec.NodeName,
 			HostNetwork: p.Spec.HostNetwork,
+			// Whether a Succeeded or Failed pod is gone for good depends
+			// on its restart policy.
+			RestartPolicy:                 p.Spec.RestartPolicy,
+			TerminationGracePeriodSeconds: p.Spec.TerminationGracePeriodSeconds,
 		},
 		Status: corev1.PodStatus{
 			Phase:   p.Status.Phase,
+			Reason:  p.Status.Reason,
 			PodIP:   p.Status.PodIP,
 			PodIPs:  p.Status.PodIPs,
 			HostIP:  p.Status.HostIP,
