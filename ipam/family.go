@@ -41,6 +41,11 @@ type family struct {
 	// base4 is base as a number.
 	is4   bool
 	base4 uint32
+	// baseHi and baseLo are base as a 128-bit number, for IPv6. The window
+	// (at most 2^24 addresses from base) never crosses a carry into
+	// baseHi, since a prefix of /64 or shorter starts at baseLo 0 and a
+	// longer one lies inside a single baseHi.
+	baseHi, baseLo uint64
 	// size is the number of bitmap positions: the whole prefix, or the
 	// IPv6 window. Addresses at offsets >= size are outside the window.
 	size uint64
@@ -82,6 +87,7 @@ func newFamily(p netip.Prefix, gw netip.Addr, excludes []Range, pools [][]Range,
 		b := f.base.As4()
 		f.base4 = binary.BigEndian.Uint32(b[:])
 	}
+	f.baseHi, f.baseLo = u128(f.base)
 	host := uint(p.Addr().BitLen() - p.Bits())
 	if p.Addr().Is4() && p.Bits() < minIPv4Bits {
 		return nil, parseErr("CIDR", p.String(), fmt.Errorf("IPv4 prefixes shorter than /%d are not supported", minIPv4Bits))
@@ -175,14 +181,14 @@ func (f *family) offset(a netip.Addr) (uint64, bool) {
 		off := uint64(binary.BigEndian.Uint32(b[:]) - f.base4)
 		return off, off < f.size
 	}
-	if !f.prefix.Contains(a) {
+	if !a.Is6() || a.Zone() != "" {
 		return 0, false
 	}
-	off, ok := offsetOf(f.base, a)
-	if !ok || off >= f.size {
+	hi, lo := u128(a)
+	if hi != f.baseHi || lo < f.baseLo || lo-f.baseLo >= f.size {
 		return 0, false
 	}
-	return off, true
+	return lo - f.baseLo, true
 }
 
 func (f *family) addr(off uint64) netip.Addr {
@@ -191,7 +197,7 @@ func (f *family) addr(off uint64) netip.Addr {
 		binary.BigEndian.PutUint32(b[:], f.base4+uint32(off))
 		return netip.AddrFrom4(b)
 	}
-	return addrAt(f.base, off)
+	return fromU128(f.baseHi, f.baseLo+off, false)
 }
 
 func (f *family) isFixed(off uint64) bool {
