@@ -88,13 +88,13 @@ func BenchmarkPortWrites(b *testing.B) {
 	for i, m := range modes {
 		rates[i] = float64(written[i]) / elapsed[i].Seconds()
 		b.ReportMetric(rates[i], m.name+"_ports/s")
-		b.ReportMetric(float64(cpu[i].Microseconds())/float64(written[i]), m.name+"_client_cpu_µs/port")
+		b.ReportMetric(float64(cpu[i].Microseconds())/float64(written[i]), m.name+"_client_cpu_us/port")
 	}
 	ratio := rates[2] / rates[1]
 	b.ReportMetric(ratio, "batched32/unbatched32")
 	if n := bm.txns.Load(); n > 0 {
 		b.ReportMetric(float64(bm.requests.Load())/float64(n), "requests/txn")
-		b.ReportMetric(float64(bm.latency.Load())/float64(n)/1e3, "µs/txn")
+		b.ReportMetric(float64(bm.latency.Load())/float64(n)/1e3, "us/txn")
 	}
 	b.Logf("ports/s: sequential %.0f, unbatched 32 callers %.0f, batched 32 callers %.0f; batched/unbatched32 = %.1fx",
 		rates[0], rates[1], rates[2], ratio)
