@@ -102,7 +102,7 @@ func (s *Subnet) AssignMAC(static MAC, a Addresses, ownerKey string) (MAC, error
 	if !static.IsZero() {
 		if static.derivedSpace() && static != derived {
 			return MAC{}, parseErr("MAC", static.String(),
-				fmt.Errorf("in the range %02x:%02x..%02x:* shardnet derives MACs from; only %s is allowed with %s", macPrefix, macFromV4, macFromV6Low, derived, a))
+				fmt.Errorf("in the range %02x:%02x:*..%02x:%02x:* shardnet derives MACs from; only %s is allowed with %s", macPrefix, macFromV4, macPrefix, macFromV6Low, derived, a))
 		}
 		m = static
 	}
