@@ -198,7 +198,6 @@ func (sc *scenario) run(cmd string, args []string) string {
 	return ""
 }
 
-
 func runScenario(t *testing.T, file string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
