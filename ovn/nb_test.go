@@ -628,3 +628,39 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestPodKeysListsEveryPodHoldingAPort(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	makeSwitch(t, c, "bulk")
+	var ops []ovsdb.Operation
+	for i := range 3 {
+		o, _, err := c.EnsurePort(bulkPort(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, o...)
+	}
+	// A second port of pod 0 (an attachment) and a port with no pod.
+	extra := bulkPort(0)
+	extra.Name = "pod-00000.bulk.net1"
+	o, _, err := c.EnsurePort(extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops = append(ops, o...)
+	o, _, err = c.EnsurePort(PortSpec{Name: "node-port", Switch: "bulk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTransact(t, c, append(ops, o...))
+	eventually(t, "ports in cache", func() bool { _, ok := c.Port("node-port"); return ok })
+	got := c.PodKeys()
+	slices.Sort(got)
+	if want := []string{"bulk/pod-00000", "bulk/pod-00001", "bulk/pod-00002"}; !slices.Equal(got, want) {
+		t.Errorf("PodKeys = %v, want %v", got, want)
+	}
+	if n := len(c.PortsByPod("bulk/pod-00000")); n != 2 {
+		t.Errorf("PortsByPod found %d ports of pod 0, want 2", n)
+	}
+}
