@@ -1,3 +1,15 @@
-// Package metrics defines shardnet's Prometheus metrics and its
-// OpenTelemetry tracing setup.
+// Package metrics defines shardnet's shardnet_* Prometheus metrics and the
+// adapters that let other packages report to them through the one-method
+// interfaces they declare (ovn.Metrics, reconcile.Metrics), so that those
+// packages do not import Prometheus.
+//
+// Names follow Prometheus conventions (_total for counters, _seconds for
+// durations). No metric carries a per-pod label: labels are bounded sets
+// (phase, result, outcome, subnet, family), so cardinality grows with the
+// number of subnets at most, never with pods. The shard number is not a
+// label of the per-transaction metrics either, since S may be in the
+// hundreds; per-shard queue depth comes from the workqueue metrics.
+//
+// Register also adds client-go's REST client metrics (request latency and
+// results by verb and host) to the same registry.
 package metrics

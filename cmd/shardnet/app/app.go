@@ -19,6 +19,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "version", "--version":
 		fmt.Fprintln(stdout, "shardnet", Version)
 		return 0
+	case "controller":
+		return runController(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -35,6 +37,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: shardnet <command> [flags]
 
 commands:
+  controller  run one controller replica (see shardnet controller -h)
   demo        run the local end-to-end demo
   version     print the version
 `)

@@ -1,0 +1,119 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
+
+	"github.com/shardnet/shardnet/metrics"
+)
+
+// runController is `shardnet controller`: one replica until SIGTERM or
+// SIGINT, then a quick handoff of its shards.
+func runController(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts Options
+	opts.bind(fs)
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.Var(klogVerbosity{klogFlags}, "v", "log verbosity (klog)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := opts.validate(); err != nil {
+		fmt.Fprintf(stderr, "shardnet controller: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := serveReplica(ctx, opts); err != nil {
+		klog.ErrorS(err, "shardnet controller failed")
+		return 1
+	}
+	return 0
+}
+
+// serveReplica runs one replica with its HTTP endpoints until ctx ends.
+func serveReplica(ctx context.Context, opts Options) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := metrics.RegisterClientGo(reg); err != nil {
+		return err
+	}
+	r, err := NewReplica(ctx, opts, nil, reg)
+	if err != nil {
+		return err
+	}
+	var servers []*http.Server
+	if opts.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		servers = append(servers, &http.Server{Addr: opts.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+	}
+	if opts.HealthAddr != "" {
+		servers = append(servers, &http.Server{Addr: opts.HealthAddr, Handler: healthMux(r), ReadHeaderTimeout: 5 * time.Second})
+	}
+	errs := make(chan error, len(servers)+1)
+	for _, s := range servers {
+		l, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", s.Addr, err)
+		}
+		go func() {
+			if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}()
+	}
+	go func() { errs <- r.Run(ctx) }()
+	err = <-errs
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	return err
+}
+
+// healthMux serves /healthz (the process runs its runtime) and /readyz
+// (caches synced, membership current, Northbound connected).
+func healthMux(r *Replica) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := r.Healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !r.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// klogVerbosity forwards -v to klog's flag set.
+type klogVerbosity struct{ fs *flag.FlagSet }
+
+func (k klogVerbosity) String() string { return "0" }
+func (k klogVerbosity) Set(v string) error {
+	return k.fs.Set("v", v)
+}

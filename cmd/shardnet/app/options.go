@@ -1,0 +1,130 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Options are the controller replica's flags. Defaults are documented on
+// the flags themselves (shardnet controller -h).
+type Options struct {
+	Kubeconfig string
+	Identity   string
+	Namespace  string
+
+	NBEndpoints  string
+	NBLeaderOnly bool
+	NBCert       string
+	NBKey        string
+	NBCA         string
+
+	Shards          int
+	WorkersPerShard int
+	LeaseDuration   time.Duration
+	RenewDeadline   time.Duration
+	RetryPeriod     time.Duration
+
+	MetricsAddr string
+	HealthAddr  string
+
+	DefaultSubnet string
+	ClusterRouter string
+	PodNICType    string
+	IPRecords     bool
+
+	BatchLinger time.Duration
+	BatchMaxOps int
+	GCInterval  time.Duration
+	GCGrace     time.Duration
+	// StatusInterval is how often the leader writes subnet counters.
+	StatusInterval time.Duration
+}
+
+// bind registers the flags on fs with their defaults.
+func (o *Options) bind(fs *flag.FlagSet) {
+	host, _ := os.Hostname()
+	identity := envOr("POD_NAME", host)
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster config")
+	fs.StringVar(&o.Identity, "identity", identity, "this replica's stable name (the StatefulSet pod name; default $POD_NAME or the hostname)")
+	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "kube-system"), "namespace of the coordination Leases (default $POD_NAMESPACE or kube-system)")
+	fs.StringVar(&o.NBEndpoints, "nb-endpoints", "", "OVN Northbound remotes, comma separated (tcp:HOST:PORT, ssl:HOST:PORT, unix:PATH); one per RAFT member")
+	fs.BoolVar(&o.NBLeaderOnly, "nb-leader-only", true, "connect only to the RAFT leader")
+	fs.StringVar(&o.NBCert, "nb-cert", "", "client certificate for ssl: endpoints")
+	fs.StringVar(&o.NBKey, "nb-key", "", "client key for ssl: endpoints")
+	fs.StringVar(&o.NBCA, "nb-ca", "", "CA bundle for ssl: endpoints")
+	fs.IntVar(&o.Shards, "shards", 64, "number of virtual shards S; fixed for a cluster")
+	fs.IntVar(&o.WorkersPerShard, "workers-per-shard", 2, "pod keys of one shard reconciled at once")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "member and leader Lease duration: a dead replica's shards move after about this long")
+	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "leader renew deadline")
+	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "leader election retry period")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9402", "address of /metrics; empty disables")
+	fs.StringVar(&o.HealthAddr, "health-addr", ":9403", "address of /healthz and /readyz; empty disables")
+	fs.StringVar(&o.DefaultSubnet, "default-subnet", "", "subnet of pods nothing else selects one for; empty means the Subnet with spec.default")
+	fs.StringVar(&o.ClusterRouter, "cluster-router", "ovn-cluster", "logical router of the default VPC")
+	fs.StringVar(&o.PodNICType, "pod-nic-type", "veth-pair", "pod_nic_type written for pods that have none")
+	fs.BoolVar(&o.IPRecords, "ip-records", true, "keep a kubeovn.io IP record per pod (one more API write per pod)")
+	fs.DurationVar(&o.BatchLinger, "batch-linger", time.Millisecond, "how long a Northbound batch waits for more requests")
+	fs.IntVar(&o.BatchMaxOps, "batch-max-ops", 600, "operations per Northbound transaction at most")
+	fs.DurationVar(&o.GCInterval, "gc-interval", 2*time.Minute, "how often orphaned ports, claims and IP records are looked for")
+	fs.DurationVar(&o.GCGrace, "gc-grace", time.Minute, "how long a key must look orphaned before it is collected")
+	fs.DurationVar(&o.StatusInterval, "status-interval", 3*time.Second, "how often the leader writes subnet counters")
+}
+
+// validate checks the options and reports every problem at once.
+func (o *Options) validate() error {
+	var errs []error
+	if o.Identity == "" {
+		errs = append(errs, errors.New("--identity is required"))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace is required"))
+	}
+	if len(o.endpoints()) == 0 {
+		errs = append(errs, errors.New("--nb-endpoints is required"))
+	}
+	for _, e := range o.endpoints() {
+		if !strings.HasPrefix(e, "tcp:") && !strings.HasPrefix(e, "ssl:") && !strings.HasPrefix(e, "unix:") {
+			errs = append(errs, fmt.Errorf("--nb-endpoints: %q is not tcp:, ssl: or unix:", e))
+		}
+		if strings.HasPrefix(e, "ssl:") && (o.NBCert == "" || o.NBKey == "" || o.NBCA == "") {
+			errs = append(errs, fmt.Errorf("--nb-endpoints: %q needs --nb-cert, --nb-key and --nb-ca", e))
+		}
+	}
+	if o.Shards < 1 || o.Shards > 4096 {
+		errs = append(errs, fmt.Errorf("--shards %d: want 1..4096", o.Shards))
+	}
+	if o.WorkersPerShard < 1 {
+		errs = append(errs, fmt.Errorf("--workers-per-shard %d: want at least 1", o.WorkersPerShard))
+	}
+	if o.LeaseDuration <= o.RenewDeadline || o.RenewDeadline <= o.RetryPeriod || o.RetryPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("want --lease-duration (%v) > --renew-deadline (%v) > --retry-period (%v) > 0", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	}
+	if o.BatchLinger < 0 || o.BatchMaxOps < 1 {
+		errs = append(errs, fmt.Errorf("--batch-linger %v / --batch-max-ops %d: want >= 0 and >= 1", o.BatchLinger, o.BatchMaxOps))
+	}
+	if o.GCInterval <= 0 || o.StatusInterval <= 0 {
+		errs = append(errs, errors.New("--gc-interval and --status-interval must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) endpoints() []string {
+	var out []string
+	for _, e := range strings.Split(o.NBEndpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

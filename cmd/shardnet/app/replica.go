@@ -1,0 +1,383 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	"github.com/shardnet/shardnet/controller"
+	"github.com/shardnet/shardnet/metrics"
+	"github.com/shardnet/shardnet/ovn"
+	"github.com/shardnet/shardnet/queue"
+	"github.com/shardnet/shardnet/reconcile"
+	"github.com/shardnet/shardnet/shard"
+)
+
+// Replica is one shardnet controller replica: the sharded runtime with the
+// pod reconciler on every owned shard, and, while it leads, the subnet
+// reconciler and the status writer. Tests and the demo run several in one
+// process.
+type Replica struct {
+	opts    Options
+	kube    kubernetes.Interface
+	sn      versioned.Interface
+	nb      *ovn.Client
+	ctrl    *controller.Controller
+	caches  *reconcile.Caches
+	pods    *reconcile.Pods
+	subnets *reconcile.SubnetReconciler
+	gc      *reconcile.GC
+	met     *metrics.Metrics
+	events  record.EventBroadcaster
+
+	// subnetQ holds subnet names for the leader's subnet reconciler.
+	subnetQ workqueue.TypedRateLimitingInterface[string]
+}
+
+// NewReplica builds a replica from validated options. rc, when not nil,
+// replaces --kubeconfig; reg receives every metric.
+func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer) (*Replica, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if rc == nil {
+		var err error
+		if rc, err = restConfig(opts.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	rc = rest.CopyConfig(rc)
+	if rc.QPS == 0 {
+		// The pod path makes a few writes per pod; client-side limits
+		// would cap it far below what the API server takes.
+		rc.QPS, rc.Burst = 2000, 4000
+	}
+	r := &Replica{opts: opts}
+	var err error
+	if r.kube, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if r.sn, err = versioned.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if r.met, err = metrics.New(reg); err != nil {
+		return nil, err
+	}
+	nbCfg := ovn.Config{Endpoints: opts.endpoints(), LeaderOnly: opts.NBLeaderOnly && len(opts.endpoints()) > 1, Logger: klog.FromContext(ctx).WithName("nb")}
+	if opts.NBCert != "" {
+		if nbCfg.TLS, err = nbTLS(opts.NBCert, opts.NBKey, opts.NBCA); err != nil {
+			return nil, err
+		}
+	}
+	if r.nb, err = ovn.NewClient(ctx, nbCfg); err != nil {
+		return nil, fmt.Errorf("connecting to the Northbound: %w", err)
+	}
+
+	r.events = record.NewBroadcaster()
+	r.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.kube.CoreV1().Events("")})
+	recorder := r.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "shardnet", Host: opts.Identity})
+	r.subnetQ = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "subnets"})
+
+	r.ctrl, err = controller.New(controller.Config{
+		RESTConfig:      rc,
+		Identity:        opts.Identity,
+		Namespace:       opts.Namespace,
+		Shards:          opts.Shards,
+		WorkersPerShard: opts.WorkersPerShard,
+		LeaseDuration:   opts.LeaseDuration,
+		RenewDeadline:   opts.RenewDeadline,
+		RetryPeriod:     opts.RetryPeriod,
+		Registerer:      reg,
+		ReadyChecks:     []func() error{r.nb.Ready, r.cachesSynced},
+		NewReconciler:   r.newShard,
+		Setup: func(inf *controller.Informers) error {
+			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards, opts.IPRecords)
+			if err != nil {
+				return err
+			}
+			r.caches = c
+			return r.watchSubnets(inf)
+		},
+	})
+	if err != nil {
+		r.nb.Close()
+		return nil, err
+	}
+	c := r.caches
+	if r.pods, err = reconcile.NewPods(reconcile.PodConfig{
+		Kube: r.kube, Shardnet: r.sn, NB: r.nb,
+		Pods: c.Pods, Nodes: c.Nodes, StatefulSets: c.StatefulSets, IPs: c.IPs,
+		ClaimIndex: c.ClaimIndex(), Catalog: c, Subnets: c.Registry, Claims: c.Allocator, Recorder: recorder,
+		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
+		IPRecords: opts.IPRecords, Metrics: r.met,
+	}); err != nil {
+		r.nb.Close()
+		return nil, err
+	}
+	if r.subnets, err = reconcile.NewSubnetReconciler(reconcile.SubnetConfig{
+		NB: r.nb, Shardnet: r.sn, Subnets: c.SubnetLister, Nodes: c.Nodes, Claims: c.Claims,
+		Registry: c.Registry, Recorder: recorder, ClusterRouter: opts.ClusterRouter,
+	}); err != nil {
+		r.nb.Close()
+		return nil, err
+	}
+	r.gc = reconcile.NewGC(c, r.nb.PodKeys, opts.GCGrace)
+	return r, nil
+}
+
+func (r *Replica) cachesSynced() error {
+	if r.caches == nil || !r.caches.Synced() {
+		return errors.New("caches not synced")
+	}
+	return nil
+}
+
+// watchSubnets feeds the leader's subnet queue: Subnet events, and every
+// subnet when a node comes (its port groups) or goes.
+func (r *Replica) watchSubnets(inf *controller.Informers) error {
+	add := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			r.subnetQ.Add(key)
+		}
+	}
+	if _, err := inf.CRDs.Kubeovn().V1().Subnets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: add, UpdateFunc: func(_, o any) { add(o) }, DeleteFunc: add,
+	}); err != nil {
+		return err
+	}
+	all := func(any) { r.enqueueSubnets() }
+	_, err := inf.Kube.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: all, DeleteFunc: all})
+	return err
+}
+
+func (r *Replica) enqueueSubnets() {
+	for _, s := range r.caches.Subnets() {
+		r.subnetQ.Add(s.Name)
+	}
+}
+
+// Run runs the replica until ctx ends, then hands its shards over and
+// returns. It returns early with an error only if the runtime fails.
+func (r *Replica) Run(ctx context.Context) error {
+	defer r.nb.Close()
+	defer r.events.Shutdown()
+	loops, stopLoops := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); r.leaderLoop(loops) }()
+	go func() { defer wg.Done(); r.subnetWorker(loops) }()
+	go func() { defer wg.Done(); r.gcLoop(loops) }()
+	err := r.ctrl.Run(ctx)
+	stopLoops()
+	r.subnetQ.ShutDown()
+	wg.Wait()
+	return err
+}
+
+// Ready reports whether the replica can take work.
+func (r *Replica) Ready() bool { return r.ctrl.Ready() }
+
+// Healthy is the liveness check.
+func (r *Replica) Healthy() error { return r.ctrl.Healthy() }
+
+// IsLeader reports whether this replica leads.
+func (r *Replica) IsLeader() bool { return r.ctrl.IsLeader() }
+
+// Owned is the shards this replica runs, with their epochs.
+func (r *Replica) Owned() map[int]uint64 { return r.ctrl.Owned() }
+
+// leaderLoop notices leadership changes: a new leader re-runs every subnet,
+// and the leader writes subnet counters every StatusInterval. Every replica
+// exports its own IPAM usage (each sees every claim).
+func (r *Replica) leaderLoop(ctx context.Context) {
+	tick := time.NewTicker(r.opts.StatusInterval)
+	defer tick.Stop()
+	leading := false
+	check := time.NewTicker(200 * time.Millisecond)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-check.C:
+			now := r.ctrl.IsLeader()
+			if now && !leading && r.caches.Synced() {
+				klog.FromContext(ctx).Info("Leading: reconciling every subnet")
+				r.enqueueSubnets()
+			}
+			leading = now && r.caches.Synced()
+			r.met.SetLeader(now)
+		case <-tick.C:
+			if !r.caches.Synced() {
+				continue
+			}
+			if leading {
+				_ = r.subnets.RefreshStatus(ctx)
+			}
+			r.met.SetUsage(r.caches.Registry.Refresh())
+		}
+	}
+}
+
+// subnetWorker runs the subnet reconciler for queued subnets while this
+// replica leads; keys that arrive while it does not lead are dropped (the
+// next leader re-runs every subnet).
+func (r *Replica) subnetWorker(ctx context.Context) {
+	for {
+		name, quit := r.subnetQ.Get()
+		if quit {
+			return
+		}
+		if !r.ctrl.IsLeader() {
+			r.subnetQ.Forget(name)
+			r.subnetQ.Done(name)
+			continue
+		}
+		err := r.subnets.Reconcile(ctx, name)
+		delay, retry := queue.RetryDelay(err)
+		switch {
+		case err == nil, queue.IsPermanent(err):
+			r.subnetQ.Forget(name)
+		case retry:
+			r.subnetQ.Forget(name)
+			r.subnetQ.AddAfter(name, delay)
+		default:
+			klog.FromContext(ctx).V(2).Info("Retrying subnet", "subnet", name, "err", err)
+			r.subnetQ.AddRateLimited(name)
+		}
+		r.subnetQ.Done(name)
+	}
+}
+
+// gcLoop hands orphaned keys of owned shards to their queues.
+func (r *Replica) gcLoop(ctx context.Context) {
+	tick := time.NewTicker(r.opts.GCInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if !r.caches.Synced() {
+				continue
+			}
+			owned := r.ctrl.Owned()
+			due := r.gc.Pass(now, func(key string) bool {
+				_, ok := owned[shard.Of(key, r.opts.Shards)]
+				return ok
+			})
+			n := 0
+			for _, key := range due {
+				if r.ctrl.Enqueue(key) {
+					n++
+				}
+			}
+			if n > 0 {
+				klog.FromContext(ctx).Info("Collecting orphaned pod keys", "keys", n)
+				r.met.Collected(n)
+			}
+		}
+	}
+}
+
+// newShard makes the reconciler of one shard term.
+func (r *Replica) newShard(sc controller.ShardContext) (controller.Reconciler, error) {
+	return &shardReconciler{r: r, shard: sc.Shard, epoch: sc.Epoch}, nil
+}
+
+// shardReconciler is the pod reconciler bound to one shard term: its
+// Northbound writes go through a batcher fenced by the term's epoch.
+type shardReconciler struct {
+	r     *Replica
+	shard int
+	epoch uint64
+	// batcher is set by OnAcquire, before any Reconcile, and closed by
+	// OnRelease, after the last.
+	batcher *ovn.Batcher
+}
+
+var (
+	_ controller.Reconciler = (*shardReconciler)(nil)
+	_ controller.ShardHooks = (*shardReconciler)(nil)
+)
+
+func (s *shardReconciler) Reconcile(ctx context.Context, key string) error {
+	return s.r.pods.Reconcile(ctx, s.batcher, s.shard, key)
+}
+
+// OnAcquire records the epoch in the Northbound, which fences off every
+// earlier owner's writes, and starts the shard's batcher.
+func (s *shardReconciler) OnAcquire(ctx context.Context, shard int, epoch uint64) error {
+	if err := s.r.nb.TakeOver(ctx, shard, epoch); err != nil {
+		return err
+	}
+	b, err := s.r.nb.NewBatcher(ovn.BatcherConfig{
+		Fence:   &ovn.Fence{Shard: shard, Epoch: epoch},
+		Linger:  s.r.opts.BatchLinger,
+		MaxOps:  s.r.opts.BatchMaxOps,
+		Metrics: s.r.met,
+	})
+	if err != nil {
+		return err
+	}
+	s.batcher = b
+	return nil
+}
+
+// OnRelease flushes the batcher before the release is acknowledged.
+func (s *shardReconciler) OnRelease(ctx context.Context, _ int, _ uint64) error {
+	if s.batcher == nil {
+		return nil
+	}
+	return s.batcher.Close(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+	}
+	return rc, nil
+}
+
+func nbTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the Northbound client certificate: %w", err)
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Northbound CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("no certificate in %s", caFile)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}

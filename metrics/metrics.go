@@ -1,0 +1,138 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn"
+	"github.com/shardnet/shardnet/reconcile"
+)
+
+// Metrics holds the shardnet_* collectors of one replica.
+type Metrics struct {
+	reconcileDuration *prometheus.HistogramVec
+	reconciles        *prometheus.CounterVec
+	annotated         prometheus.Histogram
+	batchRequests     prometheus.Histogram
+	batchOps          prometheus.Histogram
+	txnLatency        *prometheus.HistogramVec
+	txns              *prometheus.CounterVec
+	splits            prometheus.Counter
+	fenceRejections   prometheus.Counter
+	gcRemovals        prometheus.Counter
+	ipamUsed          *prometheus.GaugeVec
+	ipamFree          *prometheus.GaugeVec
+	leader            prometheus.Gauge
+}
+
+var (
+	_ ovn.Metrics       = (*Metrics)(nil)
+	_ reconcile.Metrics = (*Metrics)(nil)
+)
+
+// New creates the collectors and registers them with reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	latency := prometheus.ExponentialBuckets(0.0005, 2, 16) // 0.5ms .. 16s
+	m := &Metrics{
+		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shardnet_reconcile_duration_seconds", Help: "Time to reconcile one pod key, by phase and result.", Buckets: latency,
+		}, []string{"phase", "result"}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardnet_reconciles_total", Help: "Pod key reconciles, by phase (allocate, route, release, noop) and result (ok, error, invalid).",
+		}, []string{"phase", "result"}),
+		annotated: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shardnet_pod_annotated_seconds", Help: "Time from a pod's creation to its allocated annotation.", Buckets: latency,
+		}),
+		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shardnet_nb_batch_requests", Help: "Requests (pods) carried by one Northbound transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		batchOps: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shardnet_nb_batch_ops", Help: "Operations carried by one Northbound transaction, the fence included.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+		txnLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shardnet_nb_transaction_duration_seconds", Help: "Northbound transaction latency, by outcome.", Buckets: latency,
+		}, []string{"outcome"}),
+		txns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardnet_nb_transactions_total", Help: "Northbound transactions sent by the batchers, by outcome.",
+		}, []string{"outcome"}),
+		splits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardnet_nb_batch_splits_total", Help: "Failed batches split in two to isolate a bad request.",
+		}),
+		fenceRejections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardnet_nb_fence_rejections_total", Help: "Transactions refused because the shard's epoch moved on.",
+		}),
+		gcRemovals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardnet_gc_keys_total", Help: "Orphaned pod keys the garbage collector handed to their shard.",
+		}),
+		ipamUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shardnet_ipam_addresses_used", Help: "Held addresses per subnet and family.",
+		}, []string{"subnet", "family"}),
+		ipamFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shardnet_ipam_addresses_free", Help: "Addresses a dynamic allocation could still return, per subnet and family.",
+		}, []string{"subnet", "family"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shardnet_leader", Help: "1 while this replica is the leader.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconciles, m.annotated, m.batchRequests, m.batchOps,
+		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.leader} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Reconciled implements reconcile.Metrics.
+func (m *Metrics) Reconciled(phase, result string, d time.Duration) {
+	m.reconciles.WithLabelValues(phase, result).Inc()
+	m.reconcileDuration.WithLabelValues(phase, result).Observe(d.Seconds())
+}
+
+// Annotated implements reconcile.Metrics.
+func (m *Metrics) Annotated(d time.Duration) { m.annotated.Observe(d.Seconds()) }
+
+// ObserveTransaction implements ovn.Metrics.
+func (m *Metrics) ObserveTransaction(_ int, requests, ops int, latency time.Duration, outcome ovn.Outcome) {
+	m.txns.WithLabelValues(string(outcome)).Inc()
+	m.txnLatency.WithLabelValues(string(outcome)).Observe(latency.Seconds())
+	if outcome == ovn.OutcomeStaleEpoch {
+		m.fenceRejections.Inc()
+	}
+	if outcome == ovn.OutcomeCommitted {
+		m.batchRequests.Observe(float64(requests))
+		m.batchOps.Observe(float64(ops))
+	}
+}
+
+// ObserveSplit implements ovn.Metrics.
+func (m *Metrics) ObserveSplit(int) { m.splits.Inc() }
+
+// Collected counts keys the garbage collector handed to their shards.
+func (m *Metrics) Collected(n int) { m.gcRemovals.Add(float64(n)) }
+
+// SetLeader records whether this replica leads.
+func (m *Metrics) SetLeader(leader bool) {
+	if leader {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}
+
+// SetUsage records the address counters of every subnet, replacing those of
+// subnets that are gone.
+func (m *Metrics) SetUsage(usage map[string][]ipam.FamilyUsage) {
+	m.ipamUsed.Reset()
+	m.ipamFree.Reset()
+	for subnet, fams := range usage {
+		for _, f := range fams {
+			m.ipamUsed.WithLabelValues(subnet, f.Family).Set(float64(f.Used))
+			m.ipamFree.WithLabelValues(subnet, f.Family).Set(float64(f.Available))
+		}
+	}
+}
