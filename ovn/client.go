@@ -257,7 +257,9 @@ func (c *Client) Close() {
 
 // Ready returns nil while the client is connected (to the leader, with
 // LeaderOnly) and its cache has been rebuilt since the last reconnect, and
-// ErrNotReady otherwise. It is cheap enough for a readiness probe.
+// ErrNotReady otherwise. It is cheap enough for a readiness probe, but it
+// waits while libovsdb holds its connection lock during a connection attempt
+// (at most ConnectTimeout per endpoint); give the probe a longer timeout.
 func (c *Client) Ready() error {
 	if c.closed.Load() {
 		return fmt.Errorf("%w: closed", ErrNotReady)
