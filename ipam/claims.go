@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,9 @@ func (s clientStore) Delete(ctx context.Context, name string, uid types.UID) err
 	})
 }
 
+// rollbackTimeout bounds the deletes that undo a failed allocation.
+const rollbackTimeout = 10 * time.Second
+
 // DefaultMaxConflicts bounds how many taken picks one dynamic allocation
 // skips before it gives up with ErrConflict.
 const DefaultMaxConflicts = 256
@@ -93,7 +97,10 @@ func (a Allocation) ClaimUID(is4 bool) types.UID {
 // Claims makes allocations durable: an address is given only once its
 // AddressClaim has been created, and released by deleting that claim. It
 // also keeps the tracked subnets' bitmaps in step with claims made
-// elsewhere (EventHandler), and restores them (Restore).
+// elsewhere (EventHandler), and restores them (Track). It is safe for
+// concurrent use; calls for one owner should not overlap (the reconciler's
+// queue gives that), since two concurrent allocations for one owner may
+// both succeed.
 type Claims struct {
 	store        ClaimStore
 	maxConflicts int
@@ -438,8 +445,9 @@ func sameOwner(a, b v1alpha1.ClaimOwner) bool { return a == b }
 // frees their bits.
 func (c *Claims) rollback(ctx context.Context, s *Subnet, created []claimed) {
 	// The caller's context may be what ended the allocation; the undo
-	// still has to reach the server.
-	ctx = context.WithoutCancel(ctx)
+	// still has to reach the server, but not wait on it forever.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
 	for _, cl := range created {
 		name := v1alpha1.ClaimName(s.name, cl.addr)
 		err := c.store.Delete(ctx, name, cl.uid)

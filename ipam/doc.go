@@ -24,6 +24,21 @@
 // AddressClaim lister and EventHandler keeps it in step with claims made
 // by other replicas, so a restart or a shard takeover starts warm.
 //
+// # API
+//
+// Core: NewSubnet(SubnetConfig) (SubnetConfigFrom builds the config from a
+// kubeovn.io Subnet and its IPPools); (*Subnet).Allocate(shard),
+// AllocateFromPool(name), AllocateStatic(Addresses), Release, Mark, IsFree,
+// Usage, PoolUsage, DerivedMAC, AssignMAC, Restore. Parsers: ParseRange(s),
+// ParseAddresses, ParseIPPoolAnnotation / ParseAddressList (the ip_pool
+// annotation), StatefulSetOrdinal, AtOrdinal, ParseMAC.
+//
+// Claims: NewClaims(ClaimStore, ...ClaimsOption); (*Claims).Allocate,
+// AllocateStatic, AllocateFromPool, AllocateFromList (address lists with
+// StatefulSet ordinals), Release; Track / Untrack / Tracked and
+// EventHandler for the AddressClaim informer; ClaimIndexers and Held to
+// find what an owner already holds.
+//
 // # Guarantees
 //
 //   - Within one Subnet value, no address is handed out twice while held
@@ -61,6 +76,9 @@
 //     ambiguous attempt.
 //   - Fairness or ordering between shards; a full shard slice spills into
 //     the next.
+//   - Idempotence for two concurrent calls for one owner: both may succeed
+//     with different addresses. Calls for one owner must be serial (a work
+//     queue gives that), and Held tells a retry what the owner already has.
 //
 // # IPv6 window
 //

@@ -129,11 +129,3 @@ func (s *Subnet) ReleaseMAC(m MAC, ownerKey string) {
 		delete(s.macs.owner, m)
 	}
 }
-
-// macOwner is who holds m in the table, if anyone.
-func (s *Subnet) macOwner(m MAC) (string, bool) {
-	s.macs.mu.Lock()
-	defer s.macs.mu.Unlock()
-	o, ok := s.macs.owner[m]
-	return o, ok
-}

@@ -82,3 +82,11 @@ func TestAssignMAC(t *testing.T) {
 		t.Fatalf("own derived MAC as static: %s, %v", m, err)
 	}
 }
+
+// macOwner is who holds m in the table, if anyone.
+func (s *Subnet) macOwner(m MAC) (string, bool) {
+	s.macs.mu.Lock()
+	defer s.macs.mu.Unlock()
+	o, ok := s.macs.owner[m]
+	return o, ok
+}

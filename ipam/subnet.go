@@ -335,8 +335,8 @@ func (s *Subnet) Allocate(shard int) (Addresses, error) {
 	return a, nil
 }
 
-// allocateFamily picks one dynamic (or pool, when p is not nil) address of
-// the family of want (an address of that family, only its family counts).
+// allocateFamily picks one dynamic address of one family, or one of pool
+// p's addresses of that family when p is not nil.
 func (s *Subnet) allocateFamily(is4 bool, shard int, p *Pool) (netip.Addr, error) {
 	f, fp := s.v6, (*familyPool)(nil)
 	if is4 {
