@@ -306,8 +306,13 @@ func (c *Client) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
-		return res, fmt.Errorf("ovn: transaction: %w", describeOpErrors(res, ops, err))
+	if errs, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		if len(errs) > 0 {
+			// The typed ovsdb error (ConstraintViolation, ...) stays
+			// reachable with errors.As.
+			err = errs[0]
+		}
+		return res, fmt.Errorf("ovn: transaction: %s: %w", describeOpErrors(res, ops), err)
 	}
 	return res, nil
 }
@@ -356,17 +361,17 @@ func classifyTransportError(err error) error {
 
 // describeOpErrors names the first failing op, which CheckOperationResults'
 // summary ("1 ovsdb operations failed") does not.
-func describeOpErrors(res []ovsdb.OperationResult, ops []ovsdb.Operation, summary error) error {
+func describeOpErrors(res []ovsdb.OperationResult, ops []ovsdb.Operation) string {
 	for i, r := range res {
 		if r.Error == "" {
 			continue
 		}
 		if i < len(ops) {
-			return fmt.Errorf("op %d (%s %s): %s: %s", i, ops[i].Op, ops[i].Table, r.Error, r.Details)
+			return fmt.Sprintf("op %d (%s %s): %s: %s", i, ops[i].Op, ops[i].Table, r.Error, r.Details)
 		}
-		return fmt.Errorf("commit: %s: %s", r.Error, r.Details)
+		return fmt.Sprintf("commit: %s: %s", r.Error, r.Details)
 	}
-	return summary
+	return "malformed reply"
 }
 
 // lookup returns copies of the cached rows of table matching all conds.

@@ -664,3 +664,24 @@ func TestPodKeysListsEveryPodHoldingAPort(t *testing.T) {
 		t.Errorf("PortsByPod found %d ports of pod 0, want 2", n)
 	}
 }
+
+func TestTransactReturnsTypedErrors(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	ls := makeSwitch(t, c, "bulk")
+	ops, _, err := c.EnsurePort(PortSpec{Name: "dup", Switch: "bulk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTransact(t, c, ops)
+	// The same insert again violates the unique name index at commit.
+	ops[0].UUIDName = "again"
+	ops[2] = insertRefs(nbdb.LogicalSwitchTable, ls.UUID, "ports", ovsdb.UUID{GoUUID: "again"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.Transact(ctx, ops...)
+	var cv *ovsdb.ConstraintViolation
+	if !errors.As(err, &cv) {
+		t.Fatalf("duplicate insert: %v, want an ovsdb.ConstraintViolation", err)
+	}
+}
