@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -244,7 +244,9 @@ func (c *cluster) start(name string) *replica {
 	c.t.Helper()
 	r := &replica{name: name, done: make(chan error, 1)}
 	rc := rest.CopyConfig(c.kube.Config)
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return transport{rt: rt, writes: &r.writes, dead: &r.dead} })
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return transport{rt: rt, writes: &r.writes, dead: &r.dead}
+	})
 	ctrl, err := controller.New(controller.Config{
 		RESTConfig:      rc,
 		Identity:        name,
@@ -503,7 +505,6 @@ func TestE2E(t *testing.T) {
 	fast := [3]time.Duration{testLease, testRenew, testRetry}
 	var keys []string
 
-
 	t.Run("every key handled by its shard's owner", func(t *testing.T) {
 		c := newCluster(t, kube, "coord-load", shards, fast)
 		for i := range 3 {
@@ -600,6 +601,34 @@ func TestE2E(t *testing.T) {
 		}
 		if m := moved(before, after); m != lost {
 			t.Errorf("failover moved %d shards, want exactly the %d of the lost replica", m, lost)
+		}
+
+		// Now the leader: election and member expiry run in parallel, since
+		// every replica watches the member Leases all along.
+		before = after
+		var leader *replica
+		for _, r := range c.live() {
+			if r.ctrl.IsLeader() {
+				leader = r
+			}
+		}
+		if leader == nil {
+			t.Fatal("no leader among the live replicas")
+		}
+		lost = 0
+		for _, o := range before {
+			if o == leader.name {
+				lost++
+			}
+		}
+		trigger = time.Now()
+		leader.dead.Store(true)
+		_, since = c.settle(testLease + 10*time.Second)
+		took = since.Sub(trigger)
+		report(t, "failover of the leader: %s (%d shards) cut off; its shards running elsewhere after %s (lease %s, bound %s)",
+			leader.name, lost, took.Round(time.Millisecond), testLease, testLease+2*time.Second)
+		if took > testLease+2*time.Second {
+			t.Errorf("leader failover took %s, want <= lease duration + 2s", took)
 		}
 		c.stopAll()
 		c.rec.check(t)
