@@ -21,6 +21,21 @@ import (
 	"github.com/shardnet/shardnet/test/harness"
 )
 
+// countingStore counts the creates that found the name taken, to show
+// that the overlapping shards did collide and the server arbitrated.
+type countingStore struct {
+	ClaimStore
+	taken *atomic.Int64
+}
+
+func (s countingStore) Create(ctx context.Context, c *v1alpha1.AddressClaim) (*v1alpha1.AddressClaim, error) {
+	out, err := s.ClaimStore.Create(ctx, c)
+	if apierrors.IsAlreadyExists(err) {
+		s.taken.Add(1)
+	}
+	return out, err
+}
+
 // replica is one controller replica's IPAM: its own clients, informer,
 // bitmap and claim layer, as after a process start.
 type replica struct {
@@ -28,9 +43,9 @@ type replica struct {
 	subnet *Subnet
 }
 
-func startReplica(ctx context.Context, t *testing.T, cs versioned.Interface, cfg SubnetConfig) *replica {
+func startReplica(ctx context.Context, t *testing.T, cs versioned.Interface, cfg SubnetConfig, taken *atomic.Int64) *replica {
 	t.Helper()
-	claims, err := NewClaims(NewClientStore(cs))
+	claims, err := NewClaims(countingStore{ClaimStore: NewClientStore(cs), taken: taken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +87,10 @@ func TestClaimsAgainstAPIServer(t *testing.T) {
 
 	var mu sync.Mutex
 	granted := make(map[netip.Addr]v1alpha1.ClaimOwner, total)
-	var issued atomic.Int64
+	var issued, taken atomic.Int64
 	var wg sync.WaitGroup
 	for r, shards := range shardSets {
-		rep := startReplica(ctx, t, k.Shardnet, cfg)
+		rep := startReplica(ctx, t, k.Shardnet, cfg, &taken)
 		for w := range workers {
 			wg.Go(func() {
 				for {
@@ -107,6 +122,7 @@ func TestClaimsAgainstAPIServer(t *testing.T) {
 	if len(granted) != total {
 		t.Fatalf("granted %d distinct addresses, want %d", len(granted), total)
 	}
+	t.Logf("%d creates found their address already claimed by the other replica", taken.Load())
 
 	list, err := k.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{
 		LabelSelector: v1alpha1.LabelSubnet + "=" + cfg.Name,
@@ -129,7 +145,7 @@ func TestClaimsAgainstAPIServer(t *testing.T) {
 
 	// A restart (or another replica taking the shards over) is warm: the
 	// fresh bitmap holds exactly the claimed addresses.
-	restarted := startReplica(ctx, t, k.Shardnet, cfg)
+	restarted := startReplica(ctx, t, k.Shardnet, cfg, &taken)
 	pre := netip.MustParsePrefix(cfg.CIDRBlock)
 	gw := restarted.subnet.Gateways().V4
 	for a := pre.Addr(); pre.Contains(a); a = a.Next() {
