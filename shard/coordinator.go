@@ -754,10 +754,11 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 			Client:     c.cfg.Client.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity},
 		}
+		leaseDuration, renewDeadline := electionTimings(c.cfg)
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
-			LeaseDuration:   c.cfg.LeaseDuration,
-			RenewDeadline:   c.cfg.RenewDeadline,
+			LeaseDuration:   leaseDuration,
+			RenewDeadline:   renewDeadline,
 			RetryPeriod:     c.cfg.RetryPeriod,
 			ReleaseOnCancel: true,
 			Name:            c.leaderName,
@@ -784,6 +785,23 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 		c.elector.Store(le)
 		le.Run(ctx)
 	}
+}
+
+// electionTimings shortens the election lease by one RetryPeriod against the
+// member lease. A successor polls the election lease only every RetryPeriod,
+// so with equal leases a dead leader's shards would wait for the election
+// about a RetryPeriod past the dead member's expiry; this way the successor
+// is in place by then. The table stays safe with any number of writers (each
+// write is a compare-and-swap on the previous table and keeps the handoff
+// rules), so the shorter lease costs nothing but a possibly earlier
+// takeover. When the shorter timings would break client-go's rules the
+// member timings are used as they are.
+func electionTimings(cfg Config) (leaseDuration, renewDeadline time.Duration) {
+	ld, rd := cfg.LeaseDuration-cfg.RetryPeriod, cfg.RenewDeadline-cfg.RetryPeriod
+	if ld > rd && float64(rd) > leaderelection.JitterFactor*float64(cfg.RetryPeriod) {
+		return ld, rd
+	}
+	return cfg.LeaseDuration, cfg.RenewDeadline
 }
 
 // lead runs one planner step as leader and writes the table if it changed.

@@ -1,11 +1,15 @@
 package shard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestOf(t *testing.T) {
@@ -216,5 +220,65 @@ func TestUnackedMoveWaitsForLease(t *testing.T) {
 	}
 	if !plan.Wake.Equal(now.Add(10 * time.Second)) {
 		t.Errorf("Wake = %s, want the first expiry", plan.Wake)
+	}
+}
+
+func TestElectionTimings(t *testing.T) {
+	for _, tc := range []struct {
+		lease, renew, retry  time.Duration
+		wantLease, wantRenew time.Duration
+	}{
+		{15 * time.Second, 10 * time.Second, 2 * time.Second, 13 * time.Second, 8 * time.Second},
+		{4 * time.Second, 3 * time.Second, time.Second, 3 * time.Second, 2 * time.Second},
+		// Shorter timings would break renew > 1.2 x retry: keep them.
+		{4 * time.Second, 2 * time.Second, time.Second, 4 * time.Second, 2 * time.Second},
+	} {
+		ld, rd := electionTimings(Config{LeaseDuration: tc.lease, RenewDeadline: tc.renew, RetryPeriod: tc.retry})
+		if ld != tc.wantLease || rd != tc.wantRenew {
+			t.Errorf("electionTimings(%s, %s, %s) = %s, %s; want %s, %s", tc.lease, tc.renew, tc.retry, ld, rd, tc.wantLease, tc.wantRenew)
+		}
+	}
+}
+
+type nopHolder struct{}
+
+func (nopHolder) Acquire(context.Context, int, uint64) error { return nil }
+func (nopHolder) Release(context.Context, int, uint64)       {}
+func (nopHolder) Abandon(int, uint64)                        {}
+
+func TestCoordinatorConfig(t *testing.T) {
+	client := fake.NewClientset()
+	good := func() Config {
+		return Config{Client: client, Namespace: "ns", Identity: "shardnet-0", Holder: nopHolder{}}
+	}
+	c, err := NewCoordinator(good())
+	if err != nil {
+		t.Fatalf("valid config rejected: %v", err)
+	}
+	if c.cfg.Shards != DefaultShards || c.cfg.LeaseDuration != 15*time.Second || c.cfg.RenewInterval != 5*time.Second ||
+		c.memberName != "shardnet-member-shardnet-0" || c.tableName != "shardnet-assignment" {
+		t.Fatalf("defaults not filled in: %+v", c.cfg)
+	}
+	if c.Healthy() == nil {
+		t.Fatal("a coordinator that never wrote its lease reports healthy")
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"no client", func(c *Config) { c.Client = nil }, "client"},
+		{"no namespace", func(c *Config) { c.Namespace = "" }, "namespace"},
+		{"no identity", func(c *Config) { c.Identity = "" }, "identity"},
+		{"no holder", func(c *Config) { c.Holder = nil }, "holder"},
+		{"lease below renew", func(c *Config) { c.LeaseDuration, c.RenewDeadline = 5*time.Second, 6*time.Second }, "lease duration"},
+		{"renew below retry", func(c *Config) { c.RenewDeadline, c.RetryPeriod = 2*time.Second, 2*time.Second }, "retry period"},
+		{"renew interval too long", func(c *Config) { c.RenewInterval = 11 * time.Second }, "renew interval"},
+	} {
+		cfg := good()
+		tc.mutate(&cfg)
+		if _, err := NewCoordinator(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error about %q", tc.name, err, tc.want)
+		}
 	}
 }
