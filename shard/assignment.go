@@ -12,6 +12,10 @@ import (
 type Entry struct {
 	// Owner is the member that runs the shard, or "" when no member is ready.
 	Owner string `json:"o,omitempty"`
+	// Inc is the owner's incarnation (its process start) when it got the
+	// shard. A restarted owner gets a new term, so that a leftover process
+	// of the old incarnation is fenced by the epoch.
+	Inc string `json:"i,omitempty"`
 	// Epoch grows by one every time Owner changes and never goes back, so
 	// a (shard, epoch) pair names one ownership term. The Northbound fence
 	// is built on it.

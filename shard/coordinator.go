@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -339,7 +340,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// the current table: that acknowledges any release a previous
 	// incarnation with the same identity still owed.
 	c.leaseMu.Lock()
-	c.want = report{held: Set{}, seen: startGen}
+	c.want = report{incarnation: strconv.FormatInt(c.clock.Now().UnixNano(), 36), held: Set{}, seen: startGen}
 	c.leaseMu.Unlock()
 	for {
 		err := c.writeLease(ctx)
@@ -686,7 +687,8 @@ func (c *Coordinator) writeLease(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
 	defer cancel()
 	c.leaseMu.Lock()
-	want := report{held: maps.Clone(c.want.held), seen: c.want.seen, leaving: c.want.leaving}
+	want := c.want
+	want.held = maps.Clone(c.want.held)
 	cur := c.lease
 	c.leaseMu.Unlock()
 
@@ -815,7 +817,7 @@ func (c *Coordinator) lead(ctx context.Context) time.Time {
 	members := make([]Member, 0, len(c.observed))
 	for name, o := range c.observed {
 		members = append(members, Member{
-			Name: name, LastSeen: o.lastSeen, Seen: o.report.seen, Held: o.report.held,
+			Name: name, Incarnation: o.report.incarnation, LastSeen: o.lastSeen, Seen: o.report.seen, Held: o.report.held,
 			Leaving: o.report.leaving, Deleted: o.deleted,
 		})
 	}

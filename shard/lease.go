@@ -18,6 +18,8 @@ const (
 	HeldAnnotation = "shardnet.io/held"
 	// SeenAnnotation is the assignment generation the member processed.
 	SeenAnnotation = "shardnet.io/seen"
+	// IncarnationAnnotation changes every time a member's process starts.
+	IncarnationAnnotation = "shardnet.io/incarnation"
 	// LeavingAnnotation is "true" while a member shuts down.
 	LeavingAnnotation = "shardnet.io/leaving"
 	// AssignmentKey is the ConfigMap data key holding the table.
@@ -26,19 +28,21 @@ const (
 
 // report is what a member's Lease says about it.
 type report struct {
-	held    Set
-	seen    uint64
-	leaving bool
+	incarnation string
+	held        Set
+	seen        uint64
+	leaving     bool
 }
 
 func (r report) equal(o report) bool {
-	return r.seen == o.seen && r.leaving == o.leaving && r.held.Equal(o.held)
+	return r.incarnation == o.incarnation && r.seen == o.seen && r.leaving == o.leaving && r.held.Equal(o.held)
 }
 
 func (r report) annotate(l *coordinationv1.Lease) {
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
+	l.Annotations[IncarnationAnnotation] = r.incarnation
 	l.Annotations[HeldAnnotation] = r.held.String()
 	l.Annotations[SeenAnnotation] = strconv.FormatUint(r.seen, 10)
 	if r.leaving {
@@ -67,5 +71,6 @@ func parseReport(l *coordinationv1.Lease, shards int) (string, report, error) {
 		}
 	}
 	r.leaving = l.Annotations[LeavingAnnotation] == "true"
+	r.incarnation = l.Annotations[IncarnationAnnotation]
 	return *l.Spec.HolderIdentity, r, nil
 }

@@ -11,6 +11,8 @@ import (
 type Member struct {
 	// Name is the replica's identity (its pod name).
 	Name string
+	// Incarnation changes every time the replica's process starts.
+	Incarnation string
 	// LastSeen is the leader's own clock reading when it last saw the Lease
 	// change. Only local readings are compared, so clock skew between
 	// replicas does not matter (the same rule as client-go's election).
@@ -72,7 +74,8 @@ func (p *Planner) alive(m *Member, now time.Time) bool {
 //     sticky, load-bounded rendezvous hash: a shard stays with its owner while
 //     that owner is ready and within its quota of S/N shards, so a join or a
 //     leave moves about S/N shards;
-//   - an owner change bumps the epoch and makes the previous owner pending if
+//   - an owner change, or a restart of the owner (a new incarnation), bumps
+//     the epoch and makes the previous owner pending if
 //     it may have started (the entry was active), keeping earlier pending
 //     members; any alive non-owner that reports holding the shard is pending;
 //   - a pending member drops out once it reports a generation at least the
@@ -86,11 +89,13 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 		return Plan{}, fmt.Errorf("planning: table has %d shards, want %d: %w", len(prev.Shards), p.Shards, ErrShardCount)
 	}
 	byName := make(map[string]*Member, len(members))
+	incarnation := make(map[string]string, len(members))
 	var ready []string
 	var wake time.Time
 	for i := range members {
 		m := &members[i]
 		byName[m.Name] = m
+		incarnation[m.Name] = m.Incarnation
 		if !p.alive(m, now) {
 			continue
 		}
@@ -112,11 +117,16 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 	for s := range next.Shards {
 		e := &next.Shards[s]
 		old := prev.Shards[s]
-		if owners[s] != old.Owner {
+		target := owners[s]
+		if target != old.Owner || (target != "" && incarnation[target] != old.Inc) {
 			if old.Active() {
 				e.Pending = appendSorted(e.Pending, old.Owner)
 			}
-			e.Owner = owners[s]
+			e.Owner = target
+			e.Inc = ""
+			if target != "" {
+				e.Inc = incarnation[target]
+			}
 			e.Epoch = old.Epoch + 1
 			e.Gen = gen
 			moved = append(moved, s)
@@ -136,7 +146,7 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 		if len(e.Pending) == 0 {
 			e.Pending = nil
 		}
-		if e.Owner != old.Owner || !slices.Equal(e.Pending, old.Pending) {
+		if e.Owner != old.Owner || e.Epoch != old.Epoch || !slices.Equal(e.Pending, old.Pending) {
 			changed = true
 		}
 	}

@@ -26,6 +26,7 @@ type simMember struct {
 	leaving   bool
 	deleted   bool
 	slow      bool // releases stay in draining until "fast"
+	inc       int  // incarnation: bumped by "restart"
 
 	running  map[int]uint64 // shard -> epoch it runs or drains
 	draining Set            // shards of running being drained
@@ -83,7 +84,7 @@ func (s *sim) report(m *simMember) {
 	for sh := range m.running {
 		held[sh] = struct{}{}
 	}
-	m.rep = Member{Name: m.name, Seen: m.seen, Held: held, Leaving: m.leaving, Deleted: m.deleted}
+	m.rep = Member{Name: m.name, Incarnation: fmt.Sprint(m.inc), Seen: m.seen, Held: held, Leaving: m.leaving, Deleted: m.deleted}
 	m.lastSeen = s.clock.Now()
 }
 
@@ -104,7 +105,7 @@ func (s *sim) run(cmd string, args []string) string {
 	switch cmd {
 	case "join":
 		for _, n := range args {
-			m := &simMember{name: n, renewing: true, lastRenew: now, running: map[int]uint64{}, draining: Set{}, seen: s.table.Generation}
+			m := &simMember{name: n, renewing: true, lastRenew: now, running: map[int]uint64{}, draining: Set{}, seen: s.table.Generation, inc: 1}
 			s.members[n] = m
 			s.report(m)
 		}
@@ -127,6 +128,18 @@ func (s *sim) run(cmd string, args []string) string {
 				m.running = map[int]uint64{}
 				m.draining = Set{}
 			}
+		}
+	case "restart":
+		// The process dies and a new one with the same identity starts at
+		// once: it runs nothing and reports the table it read on start.
+		for _, n := range args {
+			m := s.member(n)
+			m.running, m.draining = map[int]uint64{}, Set{}
+			m.inc++
+			m.renewing, m.deleted, m.leaving, m.slow = true, false, false, false
+			m.lastRenew = now
+			m.seen = s.table.Generation
+			s.report(m)
 		}
 	case "crash":
 		for _, n := range args {
