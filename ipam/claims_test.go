@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 
@@ -611,5 +612,31 @@ func TestHeld(t *testing.T) {
 	}
 	if a, _, err := Held(idx, "n", pod("c")); err != nil || !a.IsZero() {
 		t.Fatalf("Held of an owner without claims = %s, %v", a, err)
+	}
+}
+
+func TestTrackReportsUnreadableClaims(t *testing.T) {
+	store := newMemStore()
+	store.put("n", "10.0.0.5", pod("a"), "")
+	bad := store.put("n", "10.0.1.5", pod("b"), "") // outside the subnet
+	c := newClaims(t, store)
+	s := mustSubnet(t, SubnetConfig{Name: "n", CIDRBlock: "10.0.0.0/24"})
+	n, err := c.Track(s, listerOf(t, store.list()))
+	if n != 1 || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Track = %d, %v; want 1 applied and ErrInvalid", n, err)
+	}
+	if want := bad.Name; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v does not name %s", err, want)
+	}
+	if s.IsFree(mustAddrNoT("10.0.0.5")) {
+		t.Fatal("the readable claim was not restored")
+	}
+	// A subnet name that is not a label value gets a digest label.
+	long := strings.Repeat("x", 70)
+	if v := SubnetLabelValue(long); v == long || len(v) > 63 || v != SubnetLabelValue(long) {
+		t.Fatalf("SubnetLabelValue(70 chars) = %q", v)
+	}
+	if SubnetLabelValue("ovn-default") != "ovn-default" {
+		t.Fatal("a valid name must be its own label value")
 	}
 }

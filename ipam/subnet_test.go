@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 )
 
 func mustSubnet(t testing.TB, c SubnetConfig) *Subnet {
@@ -444,5 +446,34 @@ func TestPoolCursorWraps(t *testing.T) {
 	a, err = s.AllocateFromPool("p")
 	if err != nil || a.V4 != order[4] {
 		t.Fatalf("got %s, %v; want %s", a.V4, err, order[4])
+	}
+}
+
+func TestSubnetConfigFrom(t *testing.T) {
+	sub := &kubeovnv1.Subnet{}
+	sub.Name = "blue"
+	sub.Spec = kubeovnv1.SubnetSpec{CIDRBlock: "10.5.0.0/24,fd05::/64", Gateway: "10.5.0.254,fd05::1",
+		Protocol: kubeovnv1.ProtocolDual, ExcludeIps: []string{"10.5.0.10..10.5.0.20"}}
+	mine, other := &kubeovnv1.IPPool{}, &kubeovnv1.IPPool{}
+	mine.Name, mine.Spec = "p1", kubeovnv1.IPPoolSpec{Subnet: "blue", IPs: []string{"10.5.0.100..10.5.0.110"}}
+	other.Name, other.Spec = "p2", kubeovnv1.IPPoolSpec{Subnet: "red", IPs: []string{"10.6.0.1"}}
+	cfg := SubnetConfigFrom(sub, []*kubeovnv1.IPPool{mine, other})
+	s, err := NewSubnet(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name() != "blue" || s.Protocol() != "Dual" || s.Gateways().String() != "10.5.0.254,fd05::1" {
+		t.Fatalf("subnet %s %s %s", s.Name(), s.Protocol(), s.Gateways())
+	}
+	if !s.HasPool("p1") || s.HasPool("p2") {
+		t.Fatal("pools of other subnets must be left out")
+	}
+	v4, v6 := s.Prefixes()
+	if v4.String() != "10.5.0.0/24" || v6.String() != "fd05::/64" {
+		t.Fatalf("Prefixes() = %s, %s", v4, v6)
+	}
+	// Gateway, network, broadcast, 11 excluded, 11 pooled.
+	if u := s.Usage()[0]; u.Reserved != 3+11+11 {
+		t.Fatalf("Usage() = %+v", u)
 	}
 }
