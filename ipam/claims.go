@@ -432,13 +432,6 @@ func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want neti
 	}
 }
 
-func ifv(cond bool, a netip.Addr) netip.Addr {
-	if cond {
-		return a
-	}
-	return netip.Addr{}
-}
-
 func sameOwner(a, b v1alpha1.ClaimOwner) bool { return a == b }
 
 // rollback deletes the claims an allocation created before it failed, and
@@ -452,7 +445,7 @@ func (c *Claims) rollback(ctx context.Context, s *Subnet, created []claimed) {
 		name := v1alpha1.ClaimName(s.name, cl.addr)
 		err := c.store.Delete(ctx, name, cl.uid)
 		if err == nil || apierrors.IsNotFound(err) {
-			s.Release(Addresses{V4: ifv(cl.addr.Is4(), cl.addr), V6: ifv(cl.addr.Is6(), cl.addr)})
+			s.Release(one(cl.addr))
 			continue
 		}
 		klog.FromContext(ctx).Error(err, "Leaving claim behind after a failed allocation", "claim", name)
@@ -468,14 +461,13 @@ func (c *Claims) Release(ctx context.Context, s *Subnet, addrs Addresses, owner 
 	var first error
 	for _, a := range addrs.List() {
 		name := v1alpha1.ClaimName(s.name, a)
-		one := Addresses{V4: ifv(a.Is4(), a), V6: ifv(a.Is6(), a)}
 		existing, err := c.store.Get(ctx, name)
 		if apierrors.IsNotFound(err) {
-			s.Release(one)
+			s.Release(one(a))
 			continue
 		}
 		if err != nil {
-			first = cmp(first, fmt.Errorf("reading claim %s: %w", name, err))
+			first = firstErr(first, fmt.Errorf("reading claim %s: %w", name, err))
 			continue
 		}
 		if !sameOwner(existing.Spec.Owner, owner) {
@@ -486,20 +478,20 @@ func (c *Claims) Release(ctx context.Context, s *Subnet, addrs Addresses, owner 
 		err = c.store.Delete(ctx, name, existing.UID)
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
-			s.Release(one)
+			s.Release(one(a))
 			if m, perr := ParseMAC(existing.Spec.MAC); perr == nil {
 				s.ReleaseMAC(m, OwnerKey(owner))
 			}
 		case apierrors.IsConflict(err):
 			// Replaced since the read: no longer this owner's.
 		default:
-			first = cmp(first, fmt.Errorf("deleting claim %s: %w", name, err))
+			first = firstErr(first, fmt.Errorf("deleting claim %s: %w", name, err))
 		}
 	}
 	return first
 }
 
-func cmp(first, err error) error {
+func firstErr(first, err error) error {
 	if first != nil {
 		return first
 	}

@@ -49,9 +49,6 @@ type family struct {
 	// size is the number of bitmap positions: the whole prefix, or the
 	// IPv6 window. Addresses at offsets >= size are outside the window.
 	size uint64
-	// whole is true when the window covers the entire prefix, so that no
-	// address of the prefix is outside it.
-	whole bool
 	// network, broadcast and gateway are the offsets never handed out at
 	// all, not even statically; has* say whether each exists in the window.
 	network, broadcast, gateway          uint64
@@ -92,9 +89,9 @@ func newFamily(p netip.Prefix, gw netip.Addr, excludes []Range, pools [][]Range,
 	if p.Addr().Is4() && p.Bits() < minIPv4Bits {
 		return nil, parseErr("CIDR", p.String(), fmt.Errorf("IPv4 prefixes shorter than /%d are not supported", minIPv4Bits))
 	}
-	f.size, f.whole = window, false
+	f.size = window
 	if host < 64 && uint64(1)<<host <= window || p.Addr().Is4() {
-		f.size, f.whole = uint64(1)<<host, true
+		f.size = uint64(1) << host
 	}
 	f.alloc = newBitmap(f.size)
 	words := len(f.alloc.words)

@@ -49,7 +49,7 @@ func (s *Subnet) forget(c *v1alpha1.AddressClaim) {
 		return
 	}
 	a = a.Unmap()
-	s.Release(Addresses{V4: ifv(a.Is4(), a), V6: ifv(a.Is6(), a)})
+	s.Release(one(a))
 	if m, err := ParseMAC(c.Spec.MAC); err == nil {
 		s.ReleaseMAC(m, OwnerKey(c.Spec.Owner))
 	}
