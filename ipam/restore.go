@@ -76,6 +76,11 @@ func (s *Subnet) recordMAC(m MAC, ownerKey string) {
 // From then on EventHandler keeps s in step with claims made and deleted
 // elsewhere. Track before allocating from s.
 //
+// Claims that name s but cannot be applied (an address outside the subnet,
+// after a CIDR change) are reported in an error matching ErrInvalid; s is
+// tracked and restored from the others all the same, and the count says
+// how many were applied.
+//
 // s is registered before the list is read, so an event between the two is
 // applied to s as well. A claim deleted while the list is being applied
 // may leave its bit set (an address lost until the next restore, never
