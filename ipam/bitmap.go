@@ -37,17 +37,6 @@ func (b *bitmap) isSet(i uint64) bool {
 	return b.words[i>>6].Load()&(1<<(i&63)) != 0
 }
 
-// count is the number of set bits. It is exact when nothing changes the
-// bitmap meanwhile, and otherwise some value the bitmap held during the
-// call, word by word.
-func (b *bitmap) count() uint64 {
-	var n uint64
-	for i := range b.words {
-		n += uint64(bits.OnesCount64(b.words[i].Load()))
-	}
-	return n
-}
-
 // pick claims the first clear bit at or after start within [lo, hi],
 // wrapping to lo, skipping bits set in mask (which must cover at least the
 // words of [lo, hi]). It is next-fit: a caller that advances start past
