@@ -251,7 +251,7 @@ func (c *Claims) AllocateFromList(ctx context.Context, s *Subnet, list []Address
 // allocate claims one address per family of s: the family's static address
 // when given, else from p when it has the family, else dynamic. The IPv4
 // address is claimed first, since a derived MAC comes from it.
-func (c *Claims) allocate(ctx context.Context, s *Subnet, static Addresses, p *Pool, shard int, req Request) (Allocation, error) {
+func (c *Claims) allocate(ctx context.Context, s *Subnet, static Addresses, p *ipPool, shard int, req Request) (Allocation, error) {
 	al := Allocation{Subnet: s.name}
 	key := OwnerKey(req.Owner)
 	var created []claimed
@@ -272,7 +272,7 @@ func (c *Claims) allocate(ctx context.Context, s *Subnet, static Addresses, p *P
 		if f == nil {
 			continue
 		}
-		var fromPool *Pool
+		var fromPool *ipPool
 		if p != nil && ((is4 && p.v4 != nil) || (!is4 && p.v6 != nil)) {
 			fromPool = p
 		}
@@ -323,7 +323,7 @@ func one(a netip.Addr) Addresses {
 
 // claimFamily picks (or takes, when want is valid) one address of a family
 // and creates its claim. The first family to run decides ms.
-func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want netip.Addr, p *Pool, shard int, req Request, ms *macState) (claimed, error) {
+func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want netip.Addr, p *ipPool, shard int, req Request, ms *macState) (claimed, error) {
 	key := OwnerKey(req.Owner)
 	primary := !ms.set
 	// ownBit is true while the bit of the current address was set by this

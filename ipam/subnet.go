@@ -140,12 +140,12 @@ type Subnet struct {
 	// v4 and v6 are nil when the subnet lacks the family; never changed.
 	v4, v6 *family
 	// pools is immutable after NewSubnet.
-	pools map[string]*Pool
+	pools map[string]*ipPool
 	macs  macTable
 }
 
-// Pool is one IPPool of a subnet.
-type Pool struct {
+// ipPool is one IPPool of a subnet.
+type ipPool struct {
 	name   string
 	v4, v6 *familyPool
 }
@@ -216,7 +216,7 @@ func NewSubnet(c SubnetConfig) (*Subnet, error) {
 		pools4, pools6 = append(pools4, r4), append(pools6, r6)
 	}
 	ex4, ex6 := splitFamilies(excludes)
-	s := &Subnet{name: c.Name, protocol: proto, pools: make(map[string]*Pool, len(c.Pools))}
+	s := &Subnet{name: c.Name, protocol: proto, pools: make(map[string]*ipPool, len(c.Pools))}
 	if p4.IsValid() {
 		if s.v4, err = newFamily(p4, gw.V4, ex4, pools4, shards, window); err != nil {
 			return nil, err
@@ -235,7 +235,7 @@ func NewSubnet(c SubnetConfig) (*Subnet, error) {
 		if _, dup := s.pools[pc.Name]; dup {
 			return nil, parseErr("pool name", pc.Name, fmt.Errorf("duplicate"))
 		}
-		pool := &Pool{name: pc.Name}
+		pool := &ipPool{name: pc.Name}
 		r4, r6 := splitFamilies(poolRanges[i])
 		if len(r4) > 0 {
 			if s.v4 == nil {
@@ -337,7 +337,7 @@ func (s *Subnet) Allocate(shard int) (Addresses, error) {
 
 // allocateFamily picks one dynamic address of one family, or one of pool
 // p's addresses of that family when p is not nil.
-func (s *Subnet) allocateFamily(is4 bool, shard int, p *Pool) (netip.Addr, error) {
+func (s *Subnet) allocateFamily(is4 bool, shard int, p *ipPool) (netip.Addr, error) {
 	f, fp := s.v6, (*familyPool)(nil)
 	if is4 {
 		f = s.v4
