@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -82,7 +83,10 @@ func New(cfg Config) (*Controller, error) {
 	if _, err := c.informers.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueObj,
 		UpdateFunc: func(old, obj any) {
-			if o, n := old.(interface{ GetResourceVersion() string }), obj.(interface{ GetResourceVersion() string }); o.GetResourceVersion() != n.GetResourceVersion() {
+			// A resync delivers the same version again; it needs no work.
+			o, okOld := old.(metav1.Object)
+			n, okNew := obj.(metav1.Object)
+			if !okOld || !okNew || o.GetResourceVersion() != n.GetResourceVersion() {
 				c.enqueueObj(obj)
 			}
 		},

@@ -603,6 +603,27 @@ func TestE2E(t *testing.T) {
 			t.Errorf("failover moved %d shards, want exactly the %d of the lost replica", m, lost)
 		}
 
+		// The cut heals: the replica renews again, reads the table live and
+		// gets a fair share back, without ever overlapping the others.
+		before = after
+		trigger = time.Now()
+		victim.dead.Store(false)
+		for limit := time.Now().Add(testLease + 10*time.Second); len(victim.ctrl.Owned()) == 0 && time.Now().Before(limit); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		after, since = c.settle(testLease + 10*time.Second)
+		back := 0
+		for _, o := range after {
+			if o == victim.name {
+				back++
+			}
+		}
+		report(t, "rejoin: %s back after the cut healed; %d shards running on it %s later, %d moved",
+			victim.name, back, since.Sub(trigger).Round(time.Millisecond), moved(before, after))
+		if back == 0 {
+			t.Errorf("%s got no shards back after rejoining", victim.name)
+		}
+
 		// Now the leader: election and member expiry run in parallel, since
 		// every replica watches the member Leases all along.
 		before = after

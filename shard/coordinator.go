@@ -220,7 +220,6 @@ type observation struct {
 // stops; only the run loop touches it.
 type holding struct {
 	epoch    uint64
-	running  bool
 	stopping bool
 	stop     chan struct{} // closed to release gracefully
 	abandon  chan struct{} // closed to stop at once
@@ -537,7 +536,6 @@ func (c *Coordinator) onResult(ctx context.Context, holdings map[int]*holding, r
 		delete(holdings, r.shard)
 		retryAt[r.shard] = c.clock.Now().Add(c.cfg.RetryPeriod)
 	case r.acquired:
-		h.running = true
 		c.ownedMu.Lock()
 		c.owned[r.shard] = r.epoch
 		c.ownedMu.Unlock()
