@@ -1,0 +1,207 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// electLoop campaigns for the leader Lease until ctx ends, and releases it
+// then (ReleaseOnCancel), so that a successor does not wait a lease duration.
+func (c *Coordinator) electLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		lock := &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: c.leaderName, Namespace: c.cfg.Namespace},
+			Client:     c.cfg.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity},
+		}
+		leaseDuration, renewDeadline := electionTimings(c.cfg)
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   leaseDuration,
+			RenewDeadline:   renewDeadline,
+			RetryPeriod:     c.cfg.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            c.leaderName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					logger.Info("Leading shard assignment")
+					c.leading.Store(true)
+					c.wake()
+					<-lctx.Done()
+					c.leading.Store(false)
+					c.wake()
+				},
+				OnStoppedLeading: func() {
+					c.leading.Store(false)
+					c.wake()
+				},
+			},
+		})
+		if err != nil {
+			// The config was validated against the same rules.
+			logger.Error(err, "Building leader elector")
+			return
+		}
+		c.elector.Store(le)
+		le.Run(ctx)
+	}
+}
+
+// electionTimings shortens the election lease by one RetryPeriod against the
+// member lease. A successor polls the election lease only every RetryPeriod,
+// so with equal leases a dead leader's shards would wait for the election
+// about a RetryPeriod past the dead member's expiry; this way the successor
+// is in place by then. The table stays safe with any number of writers (each
+// write is a compare-and-swap on the previous table and keeps the handoff
+// rules), so the shorter lease costs nothing but a possibly earlier
+// takeover. When the shorter timings would break client-go's rules the
+// member timings are used as they are.
+func electionTimings(cfg Config) (leaseDuration, renewDeadline time.Duration) {
+	ld, rd := cfg.LeaseDuration-cfg.RetryPeriod, cfg.RenewDeadline-cfg.RetryPeriod
+	if ld > rd && float64(rd) > leaderelection.JitterFactor*float64(cfg.RetryPeriod) {
+		return ld, rd
+	}
+	return cfg.LeaseDuration, cfg.RenewDeadline
+}
+
+// lead runs one planner step as leader and writes the table if it changed.
+// It returns when the planner wants to run again.
+func (c *Coordinator) lead(ctx context.Context) time.Time {
+	logger := klog.FromContext(ctx)
+	c.confirmExpiries(ctx)
+	now := c.clock.Now()
+	c.mu.Lock()
+	table, rv := c.table, c.tableRV
+	members := make([]Member, 0, len(c.observed))
+	for name, o := range c.observed {
+		members = append(members, Member{
+			Name: name, Incarnation: o.report.incarnation, LastSeen: o.lastSeen, Seen: o.report.seen, Held: o.report.held,
+			Leaving: o.report.leaving, Deleted: o.deleted,
+		})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(members, func(a, b Member) int { return cmpString(a.Name, b.Name) })
+	plan, err := c.planner.Step(table, members, now)
+	if err != nil {
+		logger.Error(err, "Planning shard assignment")
+		return time.Time{}
+	}
+	if !plan.Changed {
+		return plan.Wake
+	}
+	text, err := plan.Next.Marshal()
+	if err != nil {
+		logger.Error(err, "Encoding shard assignment")
+		return time.Time{}
+	}
+	cms := c.cfg.Client.CoreV1().ConfigMaps(c.cfg.Namespace)
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+	defer cancel()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: c.tableName, Namespace: c.cfg.Namespace, ResourceVersion: rv},
+		Data:       map[string]string{AssignmentKey: text},
+	}
+	var got *corev1.ConfigMap
+	if rv == "" {
+		got, err = cms.Create(wctx, cm, metav1.CreateOptions{})
+	} else {
+		got, err = cms.Update(wctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		logger.Error(err, "Writing shard assignment; re-reading it", "generation", plan.Next.Generation)
+		if err := c.refreshTable(ctx); err != nil {
+			logger.Error(err, "Re-reading shard assignment")
+		}
+		c.wake()
+		return plan.Wake
+	}
+	c.setTable(plan.Next, got.ResourceVersion)
+	logger.Info("Wrote shard assignment", "generation", plan.Next.Generation, "moved", len(plan.Moved), "owners", plan.Next.Owners())
+	c.wake()
+	return plan.Wake
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// confirmExpiries reads live the Leases of members that look expired, so a
+// stalled watch cannot make the leader hand a live member's shards away.
+func (c *Coordinator) confirmExpiries(ctx context.Context) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	var suspects []string
+	for name, o := range c.observed {
+		if !o.deleted && !now.Before(o.lastSeen.Add(c.cfg.LeaseDuration)) && o.confirmedRV != o.rv {
+			suspects = append(suspects, name)
+		}
+	}
+	c.mu.Unlock()
+	for _, name := range suspects {
+		gctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+		l, err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Get(gctx, c.cfg.Name+"-member-"+name, metav1.GetOptions{})
+		cancel()
+		c.mu.Lock()
+		o := c.observed[name]
+		switch {
+		case o == nil:
+		case apierrors.IsNotFound(err):
+			o.deleted = true
+		case err != nil:
+			// Unknown: treat as alive for one more retry period.
+			o.lastSeen = now.Add(c.cfg.RetryPeriod - c.cfg.LeaseDuration)
+		case l.ResourceVersion != o.rv:
+			c.observeLocked(l, now)
+		default:
+			o.confirmedRV = o.rv
+		}
+		c.mu.Unlock()
+	}
+}
+
+// refreshTable reads the assignment ConfigMap live.
+func (c *Coordinator) refreshTable(ctx context.Context) error {
+	gctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+	defer cancel()
+	cm, err := c.cfg.Client.CoreV1().ConfigMaps(c.cfg.Namespace).Get(gctx, c.tableName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading assignment %s: %w", c.tableName, err)
+	}
+	a, err := UnmarshalAssignment(cm.Data[AssignmentKey], c.cfg.Shards)
+	if err != nil {
+		return err
+	}
+	c.setTable(a, cm.ResourceVersion)
+	return nil
+}
+
+// setTable keeps the newer of the current and the given table.
+func (c *Coordinator) setTable(a *Assignment, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.table == nil || a.Generation > c.table.Generation {
+		c.table = a
+		c.tableRV = rv
+	} else if a.Generation == c.table.Generation {
+		c.tableRV = rv
+	}
+}
