@@ -73,12 +73,18 @@ func startReplica(ctx context.Context, t *testing.T, cs versioned.Interface, cfg
 	return &replica{claims: claims, subnet: s}
 }
 
-// TestClaimsAgainstAPIServer: two replicas whose shard sets overlap
-// allocate 2,000 addresses of one /21 at once through the real API server;
-// no address is granted twice, the claims are exactly the grants, and a
-// restarted replica restores exactly the claimed set.
+// TestClaimsAgainstAPIServer runs the claim layer against a real
+// kube-apiserver. Two replicas whose shard sets overlap allocate 2,000
+// addresses of one /21 at once: no address is granted twice, the claims
+// are exactly the grants, and a restarted replica restores exactly the
+// claimed set. Dual-stack claims (IPv6 names in hex) round-trip too.
 func TestClaimsAgainstAPIServer(t *testing.T) {
 	k := harness.StartKube(t)
+	t.Run("two replicas", func(t *testing.T) { testTwoReplicas(t, k) })
+	t.Run("dual stack", func(t *testing.T) { testDualStackClaims(t, k) })
+}
+
+func testTwoReplicas(t *testing.T, k *harness.Kube) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := SubnetConfig{Name: "e2e-net", CIDRBlock: "10.77.0.0/21", Shards: 16}
@@ -202,5 +208,52 @@ func TestClaimsAgainstAPIServer(t *testing.T) {
 	}
 	if _, err := restarted.claims.Allocate(ctx, restarted.subnet, 0, Request{Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Name: "one-too-many"}}); !errors.Is(err, ErrFull) {
 		t.Fatalf("allocation on a full subnet: %v, want ErrFull", err)
+	}
+}
+
+func testDualStackClaims(t *testing.T, k *harness.Kube) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var taken atomic.Int64
+	cfg := SubnetConfig{Name: "e2e-dual", CIDRBlock: "10.78.0.0/24,fd78::/64", Shards: 4}
+	rep := startReplica(ctx, t, k.Shardnet, cfg, &taken)
+	held := map[netip.Addr]bool{}
+	for i := range 50 {
+		owner := v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "e2e", Name: fmt.Sprintf("dual-%d", i), UID: fmt.Sprintf("dual-%d", i)}
+		al, err := rep.claims.Allocate(ctx, rep.subnet, i, Request{Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !al.Addresses.V4.IsValid() || !al.Addresses.V6.IsValid() || al.MAC != rep.subnet.DerivedMAC(al.Addresses) {
+			t.Fatalf("dual-stack allocation %+v", al)
+		}
+		held[al.Addresses.V4], held[al.Addresses.V6] = true, true
+	}
+	// A static IPv6 address beyond the window is claimed like any other;
+	// the IPv4 family it leaves out comes dynamically.
+	far := netip.MustParseAddr("fd78::ffff:0:1")
+	farOwner := v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "e2e", Name: "far", UID: "far"}
+	al, err := rep.claims.AllocateStatic(ctx, rep.subnet, Addresses{V6: far}, 0, Request{Owner: farOwner})
+	if err != nil || al.Addresses.V6 != far || !al.Addresses.V4.IsValid() {
+		t.Fatalf("AllocateStatic beyond the window = %+v, %v", al, err)
+	}
+	held[far], held[al.Addresses.V4] = true, true
+	list, err := k.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{
+		LabelSelector: v1alpha1.LabelSubnet + "=" + cfg.Name + "," + v1alpha1.LabelFamily + "=IPv6",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 51 {
+		t.Fatalf("%d IPv6 claims, want 51", len(list.Items))
+	}
+	restarted := startReplica(ctx, t, k.Shardnet, cfg, &taken)
+	for a := range held {
+		if restarted.subnet.IsFree(a) {
+			t.Fatalf("%s claimed but free after restart", a)
+		}
+	}
+	if u := restarted.subnet.Usage(); u[0].Used != 51 || u[1].Used != 51 {
+		t.Fatalf("after restart Usage() = %+v", u)
 	}
 }
