@@ -17,6 +17,31 @@ type model struct {
 	skip    map[uint64]bool // fixed, excluded and pool offsets
 	held    map[uint64]bool
 	cursors []uint64
+	// excluded are the excludeIps offsets; a pool pick skips them (and
+	// fixed) but not other pool offsets.
+	excluded map[uint64]bool
+	// pool is the one pool's span, when hasPool, and its cursor.
+	hasPool        bool
+	poolLo, poolHi uint64
+	poolCursor     uint64
+}
+
+// allocatePool is next-fit over the pool's span from its cursor.
+func (m *model) allocatePool() (uint64, bool) {
+	n := m.poolHi - m.poolLo + 1
+	c := m.poolCursor
+	if c < m.poolLo || c > m.poolHi {
+		c = m.poolLo
+	}
+	for i := range n {
+		off := m.poolLo + (c-m.poolLo+i)%n
+		if !m.fixed[off] && !m.excluded[off] && !m.held[off] {
+			m.held[off] = true
+			m.poolCursor = off + 1
+			return off, true
+		}
+	}
+	return 0, false
 }
 
 func (m *model) allocate(shard int) (uint64, bool) {
@@ -67,7 +92,8 @@ func randomCase(r *rand.Rand) propCase {
 	}
 	cfg.Name = "prop"
 	cfg.Shards = 1 + r.IntN(8)
-	m := &model{base: base, size: size, fixed: map[uint64]bool{}, skip: map[uint64]bool{}, held: map[uint64]bool{}}
+	m := &model{base: base, size: size, fixed: map[uint64]bool{}, skip: map[uint64]bool{}, held: map[uint64]bool{},
+		excluded: map[uint64]bool{}}
 	gw := uint64(1)
 	if size > 4 && r.IntN(2) == 0 {
 		gw = 2 + r.Uint64N(size-3)
@@ -86,6 +112,7 @@ func randomCase(r *rand.Rand) propCase {
 		cfg.ExcludeIPs = append(cfg.ExcludeIPs, addrAt(base, lo).String()+".."+addrAt(base, hi).String())
 		for off := lo; off <= hi; off++ {
 			m.skip[off] = true
+			m.excluded[off] = true
 		}
 	}
 	if r.IntN(2) == 0 {
@@ -95,6 +122,7 @@ func randomCase(r *rand.Rand) propCase {
 		for off := lo; off <= hi; off++ {
 			m.skip[off] = true
 		}
+		m.hasPool, m.poolLo, m.poolHi, m.poolCursor = true, lo, hi, lo
 	}
 	m.cursors = make([]uint64, cfg.Shards)
 	for s := range m.cursors {
@@ -112,8 +140,8 @@ func pickOf(a Addresses) netip.Addr {
 	return a.V6
 }
 
-// TestBitmapMatchesModel runs random allocate / static / release / mark
-// sequences against Subnet and the model and requires the same answers,
+// TestBitmapMatchesModel runs random allocate / pool / static / release /
+// mark sequences against Subnet and the model and requires the same answers,
 // address for address, and the same counters after every step.
 func TestBitmapMatchesModel(t *testing.T) {
 	for seed := range uint64(300) {
@@ -126,7 +154,22 @@ func TestBitmapMatchesModel(t *testing.T) {
 		m := pc.model
 		for step := range 400 {
 			where := fmt.Sprintf("seed %d step %d (%+v)", seed, step, pc.cfg)
-			switch op := r.IntN(10); {
+			switch op := r.IntN(11); {
+			case op == 10:
+				if !m.hasPool {
+					continue
+				}
+				got, err := s.AllocateFromPool("p")
+				want, ok := m.allocatePool()
+				if !ok {
+					if !errors.Is(err, ErrFull) {
+						t.Fatalf("%s: AllocateFromPool = %s, %v; model pool is full", where, got, err)
+					}
+					continue
+				}
+				if err != nil || pickOf(got) != addrAt(m.base, want) {
+					t.Fatalf("%s: AllocateFromPool = %s, %v; model gives %s", where, got, err, addrAt(m.base, want))
+				}
 			case op < 4:
 				shard := r.IntN(16)
 				got, err := s.Allocate(shard)
