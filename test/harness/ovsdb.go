@@ -62,8 +62,13 @@ func StartNB(t TB) *NB {
 	return nb
 }
 
-// Stop stops the server (before cleanup would).
-func (nb *NB) Stop() { nb.proc.Stop() }
+// Stop stops the server (before cleanup would); an embedded one stops at
+// cleanup only.
+func (nb *NB) Stop() {
+	if nb.proc != nil {
+		nb.proc.Stop()
+	}
+}
 
 // NBCluster is a RAFT cluster of ovsdb-server members serving
 // OVN_Northbound, each on its own loopback ports.

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
-// TB is the part of testing.TB the harness uses, so that benchmark programs
-// outside `go test` can drive it too.
+// TB is the part of testing.TB the harness uses, so that programs outside
+// `go test` (the demo, the benchmark driver) can drive it too.
 type TB interface {
 	Helper()
 	Logf(format string, args ...any)
@@ -24,8 +23,6 @@ type TB interface {
 	Cleanup(func())
 	TempDir() string
 }
-
-var _ TB = (testing.TB)(nil)
 
 // binDir is where `make testbin` puts the binaries.
 func binDir() string {
@@ -232,4 +229,9 @@ func mustWrite(t TB, path string, data []byte, mode os.FileMode) {
 	if err := os.WriteFile(path, data, mode); err != nil {
 		t.Fatalf("harness: writing %s: %v", path, err)
 	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }

@@ -1,0 +1,5 @@
+package harness
+
+import "testing"
+
+var _ TB = (testing.TB)(nil)
