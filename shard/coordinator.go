@@ -348,7 +348,14 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	logger.Info("Registered shard member", "lease", c.memberName, "shards", c.cfg.Shards)
 
-	wg.Go(func() { c.renewLoop(runCtx) })
+	// The renew loop stops before the final write below, so that the two
+	// never race on the Lease's resourceVersion.
+	renewCtx, stopRenew := context.WithCancel(runCtx)
+	renewDone := make(chan struct{})
+	go func() {
+		defer close(renewDone)
+		c.renewLoop(renewCtx)
+	}()
 	electCtx, stopElect := context.WithCancel(runCtx)
 	electDone := make(chan struct{})
 	go func() {
@@ -361,9 +368,19 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// Acknowledge the last releases before the Lease goes: the leader then
 	// sees an empty held set and lets the new owners start without waiting
 	// for this Lease to expire.
+	stopRenew()
+	<-renewDone
 	if !c.lost.Load() {
-		if err := c.writeLease(runCtx); err != nil {
-			logger.Error(err, "Writing the final acknowledgement")
+		// A conflict (the renew loop's last write was cut off after it
+		// landed) makes writeLease re-read; one more try then succeeds.
+		var err error
+		for range 3 {
+			if err = c.writeLease(runCtx); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			logger.Error(err, "Writing the final acknowledgement; the leader will wait for the lease to expire")
 		}
 	}
 	stopElect()
