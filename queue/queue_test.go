@@ -314,3 +314,15 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestRetryDelay(t *testing.T) {
+	if d, ok := RetryDelay(fmt.Errorf("node unknown: %w", RetryAfter(3*time.Second))); !ok || d != 3*time.Second {
+		t.Fatalf("RetryDelay of a wrapped RetryAfter = %s, %v; want 3s, true", d, ok)
+	}
+	if _, ok := RetryDelay(errors.New("boom")); ok {
+		t.Fatal("RetryDelay reported a delay for a plain error")
+	}
+	if !IsPermanent(fmt.Errorf("parsing: %w", Permanent(errors.New("bad")))) || IsPermanent(errors.New("x")) || Permanent(nil) != nil {
+		t.Fatal("Permanent/IsPermanent disagree")
+	}
+}
