@@ -664,8 +664,13 @@ func TestE2E(t *testing.T) {
 				t.Parallel()
 				// Production timings: the write rate is what they cost.
 				c := newCluster(t, kube, fmt.Sprintf("coord-writes-%d", s), s, [3]time.Duration{})
+				var rs []*replica
 				for i := range 3 {
-					c.start(fmt.Sprintf("shardnet-%d", i))
+					rs = append(rs, c.start(fmt.Sprintf("shardnet-%d", i)))
+				}
+				// Steady state: every member joined and the moves are over.
+				for _, r := range rs {
+					waitReady(t, r, 60*time.Second)
 				}
 				c.settle(60 * time.Second)
 				time.Sleep(2 * time.Second)
