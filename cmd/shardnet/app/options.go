@@ -128,3 +128,14 @@ func envOr(key, def string) string {
 	}
 	return def
 }
+
+// usesSSL reports whether any Northbound endpoint is ssl:, the only case
+// in which the certificate flags are read.
+func (o *Options) usesSSL() bool {
+	for _, e := range o.endpoints() {
+		if strings.HasPrefix(e, "ssl:") {
+			return true
+		}
+	}
+	return false
+}

@@ -85,7 +85,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		return nil, err
 	}
 	nbCfg := ovn.Config{Endpoints: opts.endpoints(), LeaderOnly: opts.NBLeaderOnly && len(opts.endpoints()) > 1, Logger: klog.FromContext(ctx).WithName("nb")}
-	if opts.NBCert != "" {
+	if opts.usesSSL() {
 		if nbCfg.TLS, err = nbTLS(opts.NBCert, opts.NBKey, opts.NBCA); err != nil {
 			return nil, err
 		}

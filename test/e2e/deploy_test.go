@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/cmd/shardnet/app"
+	"github.com/shardnet/shardnet/test/harness"
+)
+
+// deployDir is the module's deploy folder.
+func deployDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// kustomizeResources returns the objects of the files a kustomization
+// lists (resources only: the base uses no patches or generators).
+func kustomizeResources(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Resources []string `json:"resources"`
+		Namespace string   `json:"namespace"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatalf("kustomization: %v", err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range k.Resources {
+		out = append(out, readObjects(t, filepath.Join(dir, r))...)
+	}
+	return out
+}
+
+func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+	return out
+}
+
+type applier struct {
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+func newApplier(t *testing.T, rc *rest.Config) *applier {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &applier{dyn: dynamic.NewForConfigOrDie(rc), mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+}
+
+// apply server-side-applies obj, as a dry run when dryRun is set.
+func (a *applier) apply(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) error {
+	gvk := obj.GroupVersionKind()
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = a.dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+	}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	opts := metav1.PatchOptions{FieldManager: "shardnet-e2e", Force: new(bool)}
+	*opts.Force = true
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := ri.Patch(ctx, obj.GetName(), "application/apply-patch+yaml", data, opts); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// TestDeployManifests: every manifest passes a server-side dry run on the
+// real API server, and shardnet running with the deploy ServiceAccount's
+// token (RBAC on) reconciles 500 pods, which proves the ClusterRole and
+// Role sufficient.
+func TestDeployManifests(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	dir := deployDir(t)
+	ap := newApplier(t, c.kube.Config)
+
+	objs := kustomizeResources(t, filepath.Join(dir, "base"))
+	objs = append(objs, readObjects(t, filepath.Join(dir, "base", "nb-secret.example.yaml"))...)
+	// The ServiceMonitor's CRD belongs to the Prometheus Operator; a stand-in
+	// CRD lets the API server check the manifest's shape.
+	installServiceMonitorCRD(t, c.kube)
+	objs = append(objs, readObjects(t, filepath.Join(dir, "optional", "servicemonitor.yaml"))...)
+	for _, o := range objs {
+		if err := ap.apply(ctx, o, true); err != nil {
+			t.Errorf("dry run: %v", err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// For real now: the ServiceAccount and its RBAC (the CRDs are there).
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			if err := ap.apply(ctx, o, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	saConfig := serviceAccountConfig(t, ctx, c.kube, "kube-system", "shardnet")
+
+	node := c.kube.CreateNode(t, "kwok-node-rbac", "")
+	c.subnet("ovn-default", "10.16.0.0/16", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
+	c.namespace("rbac")
+	for _, id := range []string{"shardnet-0", "shardnet-1", "shardnet-2"} {
+		opts := c.options(id)
+		opts.Namespace = "kube-system"
+		ctx, cancel := context.WithCancel(context.Background())
+		r, err := app.NewReplica(ctx, opts, saConfig, prometheus.NewRegistry())
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		rr := &runningReplica{r: r, cancel: cancel, done: make(chan error, 1)}
+		go func() { rr.done <- r.Run(ctx) }()
+		c.mu.Lock()
+		c.replicas[id] = rr
+		c.mu.Unlock()
+	}
+	c.createPods("rbac", "pod", node.Name, 500)
+	pods := c.waitRouted(ctx, "rbac", 500)
+	c.checkPods(ctx, pods)
+
+	// Nothing shardnet did was refused: a denied request would show up as
+	// a Forbidden in the replicas' retries, and the pods would not all be
+	// routed; check the subnet counters too (subnets/status).
+	waitFor(t, ctx, "subnet status written with the ServiceAccount", func() error {
+		s, err := c.kube.Shardnet.KubeovnV1().Subnets().Get(ctx, "ovn-default", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if s.Status.V4UsingIPs != 500 {
+			return fmt.Errorf("v4usingIPs %v, want 500", s.Status.V4UsingIPs)
+		}
+		return nil
+	})
+}
+
+// serviceAccountConfig returns a client config that authenticates as the
+// ServiceAccount with a token from the TokenRequest API.
+func serviceAccountConfig(t *testing.T, ctx context.Context, k *harness.Kube, ns, name string) *rest.Config {
+	t.Helper()
+	tr, err := k.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		// Zero means the server default; retry with an explicit hour if
+		// the server insists on a minimum.
+		exp := int64(3600)
+		tr, err = k.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("token for %s/%s: %v", ns, name, err)
+		}
+	}
+	rc := rest.CopyConfig(k.Config)
+	rc.BearerToken = tr.Status.Token
+	return rc
+}
+
+func installServiceMonitorCRD(t *testing.T, k *harness.Kube) {
+	t.Helper()
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sm.yaml"), []byte(crd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.InstallCRDs(t, dir)
+}

@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/cmd/shardnet/app"
+	"github.com/shardnet/shardnet/reconcile"
+)
+
+// TestDeployRBACRulesAreNeeded removes one rule at a time from the deploy
+// ClusterRole and Role and shows that shardnet, running with the
+// ServiceAccount's token, then fails at something it must do: route a pod,
+// warn about a malformed one, or write the subnet counters. With no rule
+// removed all three succeed, so the check can tell the difference.
+func TestDeployRBACRulesAreNeeded(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ap := newApplier(t, c.kube.Config)
+	objs := kustomizeResources(t, filepath.Join(deployDir(t), "base"))
+	var role, clusterRole = &rbacv1.Role{}, &rbacv1.ClusterRole{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "ClusterRoleBinding", "RoleBinding":
+			if err := ap.apply(ctx, o, false); err != nil {
+				t.Fatal(err)
+			}
+		case "ClusterRole":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, clusterRole); err != nil {
+				t.Fatal(err)
+			}
+		case "Role":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	node := c.kube.CreateNode(t, "kwok-node-probe", "")
+	c.subnet("ovn-default", "10.16.0.0/16", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
+
+	type variant struct {
+		name    string
+		cluster []rbacv1.PolicyRule
+		role    []rbacv1.PolicyRule
+	}
+	variants := []variant{{name: "complete", cluster: clusterRole.Rules, role: role.Rules}}
+	for i, r := range clusterRole.Rules {
+		variants = append(variants, variant{name: "without ClusterRole " + ruleName(r), cluster: without(clusterRole.Rules, i), role: role.Rules})
+	}
+	for i, r := range role.Rules {
+		variants = append(variants, variant{name: "without Role " + ruleName(r), cluster: clusterRole.Rules, role: without(role.Rules, i)})
+	}
+	for i, v := range variants {
+		ok, detail := c.probeRBAC(t, ctx, i, node.Name, clusterRole, role, v.cluster, v.role)
+		switch {
+		case i == 0 && !ok:
+			t.Fatalf("with the complete role shardnet failed: %s", detail)
+		case i > 0 && ok:
+			t.Errorf("%s: shardnet still did everything; the rule is not needed", v.name)
+		default:
+			t.Logf("%s: %s", v.name, detail)
+		}
+	}
+}
+
+// probeRBAC installs the given rules, runs one replica with the
+// ServiceAccount's token, and reports whether it routed a pod, warned
+// about a malformed one and wrote the subnet counters within the window.
+func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node string, cr *rbacv1.ClusterRole, r *rbacv1.Role, crRules, rRules []rbacv1.PolicyRule) (bool, string) {
+	t.Helper()
+	rbac := c.kube.Client.RbacV1()
+	cr = cr.DeepCopy()
+	cr.Rules = crRules
+	r = r.DeepCopy()
+	r.Rules = rRules
+	for _, err := range []error{
+		rbac.ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}),
+		rbac.Roles(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}),
+	} {
+		_ = err // absent the first time
+	}
+	cr.ResourceVersion, r.ResourceVersion = "", ""
+	if _, err := rbac.ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Coordination objects of the previous probe would make this replica
+	// wait out their leases.
+	_ = c.kube.Client.CoordinationV1().Leases("kube-system").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = c.kube.Client.CoreV1().ConfigMaps("kube-system").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: ""})
+	// RBAC changes reach the authorizer through its informers: give them
+	// a moment.
+	time.Sleep(500 * time.Millisecond)
+
+	ns := fmt.Sprintf("probe-%02d", i)
+	c.namespace(ns)
+	id := fmt.Sprintf("probe-%02d", i)
+	opts := c.options(id)
+	opts.Namespace = "kube-system"
+	opts.Shards = 4
+	rctx, stop := context.WithCancel(context.Background())
+	rep, err := app.NewReplica(rctx, opts, serviceAccountConfig(t, ctx, c.kube, "kube-system", "shardnet"), prometheus.NewRegistry())
+	if err != nil {
+		stop()
+		return false, "replica did not start: " + err.Error()
+	}
+	done := make(chan error, 1)
+	go func() { done <- rep.Run(rctx) }()
+	defer func() {
+		stop()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Logf("probe replica %s did not stop in time", id)
+		}
+	}()
+
+	good := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "good", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}}}}
+	bad := good.DeepCopy()
+	bad.Name = "bad"
+	bad.Annotations = map[string]string{reconcile.DefaultKey(reconcile.KeyIPAddress): "not-an-address"}
+	for _, p := range []*corev1.Pod{good, bad} {
+		if _, err := c.kube.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var routed, warned, counted bool
+	deadline := time.Now().Add(12 * time.Second)
+	for time.Now().Before(deadline) && !(routed && warned && counted) {
+		if p, err := c.kube.Client.CoreV1().Pods(ns).Get(ctx, "good", metav1.GetOptions{}); err == nil && isRouted(p) {
+			routed = true
+		}
+		if evs, err := c.kube.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad"}); err == nil {
+			for _, e := range evs.Items {
+				warned = warned || e.Type == corev1.EventTypeWarning
+			}
+		}
+		if routed {
+			claims, err1 := c.kube.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{})
+			s, err2 := c.kube.Shardnet.KubeovnV1().Subnets().Get(ctx, "ovn-default", metav1.GetOptions{})
+			counted = err1 == nil && err2 == nil && s.Status.V4UsingIPs == float64(len(claims.Items))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var missing []string
+	for what, ok := range map[string]bool{"pod routed": routed, "warning recorded": warned, "subnet counted": counted} {
+		if !ok {
+			missing = append(missing, what)
+		}
+	}
+	if len(missing) == 0 {
+		return true, "pod routed, warning recorded, subnet counted"
+	}
+	return false, "failed: " + strings.Join(missing, ", ")
+}
+
+func without(rules []rbacv1.PolicyRule, i int) []rbacv1.PolicyRule {
+	out := append([]rbacv1.PolicyRule(nil), rules[:i]...)
+	return append(out, rules[i+1:]...)
+}
+
+func ruleName(r rbacv1.PolicyRule) string {
+	return fmt.Sprintf("%v %v %v", r.APIGroups, r.Resources, r.Verbs)
+}
