@@ -12,4 +12,10 @@
 //
 // Register also adds client-go's REST client metrics (request latency and
 // results by verb and host) to the same registry.
+//
+// SetupTracing installs the OpenTelemetry tracer provider the standard
+// OTEL_* variables ask for; with none set, tracing stays off and the
+// packages' tracers are the global no-op. A pod reconcile is one trace
+// ("reconcile pod" with a span per stage); a Northbound transaction, which
+// carries many pods, is a trace of its own linked to each pod's wait.
 package metrics

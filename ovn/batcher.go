@@ -181,6 +181,8 @@ func (b *Batcher) Submit(ctx context.Context, ops ...ovsdb.Operation) (Result, e
 	if len(ops) == 0 {
 		return Result{}, nil
 	}
+	ctx, span := b.startWait(ctx, len(ops))
+	defer span.End()
 	r := &request{ctx: ctx, ops: ops, done: make(chan outcome, 1)}
 	b.mu.RLock()
 	if b.closing {
@@ -197,8 +199,10 @@ func (b *Batcher) Submit(ctx context.Context, ops ...ovsdb.Operation) (Result, e
 	}
 	select {
 	case o := <-r.done:
+		endWait(span, o.err)
 		return o.res, o.err
 	case <-ctx.Done():
+		endWait(span, ctx.Err())
 		return Result{}, ctx.Err()
 	}
 }
@@ -391,13 +395,14 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 			return
 		}
 		ops := pl.ops
+		span := b.startTransaction(reqs, len(ops))
 		t0 := time.Now()
 		res, err := b.be.rawTransact(ctx, ops)
 		latency := time.Since(t0)
 		if err != nil {
 			var ve *errValidation
 			if errors.As(err, &ve) {
-				b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeNotSent)
+				b.observe(span, len(reqs), len(ops), latency, OutcomeNotSent)
 				if len(reqs) == 1 {
 					reqs[0].answer(Result{}, &RequestError{Index: -1, Err: err})
 					return
@@ -409,7 +414,7 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 			if errors.Is(err, ErrNotReady) {
 				out = OutcomeNotSent
 			}
-			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, out)
+			b.observe(span, len(reqs), len(ops), latency, out)
 			for _, r := range reqs {
 				r.answer(Result{}, err)
 			}
@@ -417,7 +422,7 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 		}
 		_, cerr := ovsdb.CheckOperationResults(res, ops)
 		if cerr == nil {
-			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeCommitted)
+			b.observe(span, len(reqs), len(ops), latency, OutcomeCommitted)
 			for i, r := range reqs {
 				r.answer(pl.resultFor(i, r, res), nil)
 			}
@@ -427,7 +432,7 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 		switch {
 		case idx < 0 || len(res) < len(ops):
 			// Not a shape the protocol allows; do not guess.
-			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeUnknown)
+			b.observe(span, len(reqs), len(ops), latency, OutcomeUnknown)
 			for _, r := range reqs {
 				r.answer(Result{}, fmt.Errorf("%w: malformed reply: %w", ErrOutcomeUnknown, cerr))
 			}
@@ -435,14 +440,14 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 		case b.cfg.Fence != nil && idx == 0:
 			// The fence failed: the whole transaction aborted and every
 			// request in it is equally stale. Splitting would not help.
-			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeStaleEpoch)
+			b.observe(span, len(reqs), len(ops), latency, OutcomeStaleEpoch)
 			stale := &StaleEpochError{Shard: b.cfg.Fence.Shard, Epoch: b.cfg.Fence.Epoch}
 			for _, r := range reqs {
 				r.answer(Result{}, stale)
 			}
 			return
 		case idx < len(ops) && pl.owner[idx] >= 0:
-			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeRequestError)
+			b.observe(span, len(reqs), len(ops), latency, OutcomeRequestError)
 			k := pl.owner[idx]
 			var opErr error = fmt.Errorf("%s: %s", res[idx].Error, res[idx].Details)
 			if errs, _ := ovsdb.CheckOperationResults(res[idx:idx+1], ops[idx:idx+1]); len(errs) > 0 {
@@ -454,7 +459,7 @@ func (b *Batcher) try(ctx context.Context, reqs []*request) {
 		default:
 			// A commit error, or an error in an op merged from several
 			// requests: no single request is named.
-			b.cfg.Metrics.ObserveTransaction(b.shard, len(reqs), len(ops), latency, OutcomeCommitError)
+			b.observe(span, len(reqs), len(ops), latency, OutcomeCommitError)
 			if len(reqs) == 1 {
 				reqs[0].answer(Result{}, &RequestError{Index: -1, Err: cerr})
 				return

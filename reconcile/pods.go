@@ -150,6 +150,7 @@ const DefaultClusterRouter = "ovn-cluster"
 // retries), failures a retry can cure as plain errors or queue.RetryAfter.
 func (p *Pods) Reconcile(ctx context.Context, w ShardWriter, shard int, key string) error {
 	start := p.cfg.Now()
+	ctx, span := startReconcile(ctx, shard, key)
 	phase, err := p.reconcile(ctx, w, shard, key)
 	result := "ok"
 	switch {
@@ -160,6 +161,7 @@ func (p *Pods) Reconcile(ctx context.Context, w ShardWriter, shard int, key stri
 		result = "error"
 	}
 	p.cfg.Metrics.Reconciled(phase, result, p.cfg.Now().Sub(start))
+	endReconcile(span, phase, result, err)
 	return err
 }
 
@@ -205,37 +207,50 @@ func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string,
 		p.warn(pod, ReasonInvalidAnnotation, err)
 		return "allocate", queue.Permanent(err)
 	}
-	res, err := p.resolver.Resolve(pod)
-	if err != nil {
-		return "allocate", p.subnetError(pod, err)
-	}
-	sub, err := p.cfg.Subnets.Get(res.Subnet.Name)
-	if err != nil {
-		return "allocate", p.subnetError(pod, err)
+	var (
+		res Resolution
+		sub *ipam.Subnet
+	)
+	if err := inStage(ctx, stageResolve, func(context.Context) error {
+		var err error
+		if res, err = p.resolver.Resolve(pod); err != nil {
+			return p.subnetError(pod, err)
+		}
+		if sub, err = p.cfg.Subnets.Get(res.Subnet.Name); err != nil {
+			return p.subnetError(pod, err)
+		}
+		return nil
+	}); err != nil {
+		return "allocate", err
 	}
 	owner := p.owner(pod)
 
-	// Claims of an earlier incarnation of this name, or of this one in a
-	// subnet it no longer uses, go first: their addresses are not ours.
-	held := claimsOf(p.cfg.ClaimIndex, key)
-	var mine []*v1alpha1.AddressClaim
-	for _, c := range held {
-		if c.Spec.Owner == owner && c.Spec.Subnet == sub.Name() {
-			mine = append(mine, c)
-			continue
+	var alloc ipam.Allocation
+	if err := inStage(ctx, stageIPAM, func(ctx context.Context) error {
+		// Claims of an earlier incarnation of this name, or of this one in
+		// a subnet it no longer uses, go first: their addresses are not ours.
+		held := claimsOf(p.cfg.ClaimIndex, key)
+		var mine []*v1alpha1.AddressClaim
+		for _, c := range held {
+			if c.Spec.Owner == owner && c.Spec.Subnet == sub.Name() {
+				mine = append(mine, c)
+				continue
+			}
+			if err := p.releaseClaim(ctx, c); err != nil {
+				return err
+			}
 		}
-		if err := p.releaseClaim(ctx, c); err != nil {
-			return "allocate", err
+		var err error
+		if alloc, err = p.allocation(ctx, sub, shard, pod, owner, req, res, mine); err != nil {
+			return p.addressError(pod, err)
 		}
-	}
-
-	alloc, err := p.allocation(ctx, sub, shard, pod, owner, req, res, mine)
-	if err != nil {
-		return "allocate", p.addressError(pod, err)
-	}
-	if err := p.checkStaticMatches(req, alloc); err != nil {
-		p.warn(pod, ReasonAddress, err)
-		return "allocate", queue.Permanent(err)
+		if err := p.checkStaticMatches(req, alloc); err != nil {
+			p.warn(pod, ReasonAddress, err)
+			return queue.Permanent(err)
+		}
+		return nil
+	}); err != nil {
+		return "allocate", err
 	}
 
 	portName := PortName(pod.Name, pod.Namespace, DefaultProvider)
@@ -274,7 +289,9 @@ func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string,
 	}
 
 	if p.cfg.IPRecords {
-		if err := p.ensureIPRecord(ctx, pod, portName, sub.Name(), alloc); err != nil {
+		if err := inStage(ctx, stageIPRecord, func(ctx context.Context) error {
+			return p.ensureIPRecord(ctx, pod, portName, sub.Name(), alloc)
+		}); err != nil {
 			return "allocate", err
 		}
 	}
@@ -285,7 +302,10 @@ func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string,
 		return "noop", nil
 	}
 	wasAllocated := pod.Annotations[DefaultKey(KeyAllocated)] == "true"
-	_, err = p.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	err = inStage(ctx, stagePatch, func(ctx context.Context) error {
+		_, err := p.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
 		// Gone, or replaced by a pod of another UID (the patch carries the

@@ -49,6 +49,19 @@ func runController(args []string, stdout, stderr io.Writer) int {
 
 // serveReplica runs one replica with its HTTP endpoints until ctx ends.
 func serveReplica(ctx context.Context, opts Options) error {
+	stopTracing, err := metrics.SetupTracing(ctx, "shardnet")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Spans still buffered go out after the handoff, bounded so that
+		// an unreachable collector cannot hold up the exit.
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			klog.ErrorS(err, "Flushing traces")
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := metrics.RegisterClientGo(reg); err != nil {
