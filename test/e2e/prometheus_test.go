@@ -1,0 +1,484 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/cmd/shardnet/app"
+	"github.com/shardnet/shardnet/reconcile"
+)
+
+// prometheusBinary is where Debian's prometheus package installs the server.
+const prometheusBinary = "/usr/bin/prometheus"
+
+// dashboardFile is the Grafana dashboard whose every query is checked.
+const dashboardFile = "../../deploy/grafana/shardnet-dashboard.json"
+
+// TestDashboardQueriesOnPrometheus: replicas, each serving /metrics on its
+// own port, scraped by a real Prometheus every second while they hand
+// shards over (one alone, then three, then four) and route a few hundred
+// pods, two of them bad. Then
+// every query of the Grafana dashboard, and every variable's label query,
+// returns data: a panel that names a metric or label the code does not
+// export, or that aggregates it away, fails here rather than in front of an
+// operator.
+func TestDashboardQueriesOnPrometheus(t *testing.T) {
+	if _, err := os.Stat(prometheusBinary); err != nil {
+		t.Fatalf("%s not found: install Debian's prometheus package (apt-get install prometheus); .ci/run does", prometheusBinary)
+	}
+	dash := loadDashboard(t, dashboardFile)
+	if len(dash.exprs) < 20 {
+		t.Fatalf("%s has %d queries; the panels were not found", dashboardFile, len(dash.exprs))
+	}
+
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	node := c.kube.CreateNode(t, "kwok-node-1", "")
+	c.subnet("ovn-default", "10.16.0.0/16", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
+	c.namespace("ns-load")
+	c.namespace("ns-bad")
+
+	ids := []string{"shardnet-0", "shardnet-1", "shardnet-2", "shardnet-3"}
+	servers := make([]*app.Server, len(ids))
+	var targets []string
+	for i, id := range ids {
+		opts := c.options(id)
+		opts.MetricsAddr, opts.HealthAddr = "127.0.0.1:0", ""
+		s, err := app.NewServer(ctx, opts, c.kube.Config)
+		if err != nil {
+			t.Fatalf("replica %s: %v", id, err)
+		}
+		servers[i] = s
+		targets = append(targets, s.MetricsAddr())
+	}
+	run := runServers(t)
+	prom := startPrometheus(t, targets)
+
+	// One replica alone takes every shard; the two that join take theirs
+	// from it, so that the handoff panels have releases to show.
+	run(ids[0], servers[0])
+	waitFor(t, ctx, "the first replica owning every shard", func() error {
+		if n := len(servers[0].Replica().Owned()); n != 16 {
+			return errorf("%s owns %d of 16 shards", ids[0], n)
+		}
+		return nil
+	})
+	run(ids[1], servers[1])
+	run(ids[2], servers[2])
+	waitSpread(t, ctx, ids[:3], servers[:3])
+
+	const pods = 300
+	c.createPods("ns-load", "pod", node.Name, pods)
+	// A pod with an unparsable address is "invalid"; one asking for a
+	// subnet that does not exist is an "error", retried: the error panels
+	// have series to show.
+	for name, ann := range map[string]map[string]string{
+		"bad-address": {reconcile.DefaultKey(reconcile.KeyIPAddress): "not-an-address"},
+		"no-subnet":   {reconcile.DefaultKey(reconcile.KeyLogicalSwitch): "missing"},
+	} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns-bad", Annotations: ann},
+			Spec:       corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+		}
+		if _, err := c.kube.Client.CoreV1().Pods("ns-bad").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitRouted(ctx, "ns-load", pods)
+
+	// A fourth replica joins, and shards move again. A counter or
+	// histogram series is born at its first observation, and rate() counts
+	// nothing for a series' first sample: only the releases of a replica
+	// that had released before show in the release duration quantiles.
+	run(ids[3], servers[3])
+	waitSpread(t, ctx, ids, servers)
+
+	waitFor(t, ctx, "every target scraped", func() error {
+		up, err := prom.upTargets(ctx)
+		if err != nil {
+			return err
+		}
+		slices.Sort(up)
+		want := slices.Clone(targets)
+		slices.Sort(want)
+		if !slices.Equal(up, want) {
+			return errorf("targets up: %v, want %v", up, want)
+		}
+		return nil
+	})
+
+	// Every query must return a series with a number: NaN (a quantile of
+	// no observations) is a panel with nothing to draw. The data may lag
+	// the last scrape, so each query is retried until one deadline.
+	deadline := time.Now().Add(90 * time.Second)
+	for _, raw := range dash.exprs {
+		expr := substitute(t, raw)
+		var last string
+		for {
+			n, finite, err := prom.query(ctx, expr)
+			if err == nil && finite > 0 {
+				break
+			}
+			last = fmt.Sprintf("%d series, %d with a finite value, err %v", n, finite, err)
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				t.Errorf("dashboard query returned no data: %s\n  sent: %s\n  %s", raw, expr, last)
+				break
+			}
+			time.Sleep(time.Second)
+		}
+	}
+
+	// The variables' label_values() queries find the job and every
+	// replica.
+	for _, v := range dash.labelQueries {
+		vals, err := prom.labelValues(ctx, v.label, substitute(t, v.match))
+		if err != nil {
+			t.Errorf("variable %s: %v", v.name, err)
+			continue
+		}
+		want := map[string][]string{"job": {"shardnet"}, "instance": targets}[v.label]
+		for _, w := range want {
+			if !slices.Contains(vals, w) {
+				t.Errorf("variable %s: label_values(%s, %s) = %v, missing %s", v.name, v.match, v.label, vals, w)
+			}
+		}
+	}
+}
+
+// waitSpread waits until every one of servers owns a shard and together
+// they own all 16.
+func waitSpread(t *testing.T, ctx context.Context, ids []string, servers []*app.Server) {
+	t.Helper()
+	waitFor(t, ctx, "every replica owning shards", func() error {
+		total := 0
+		for i, s := range servers {
+			n := len(s.Replica().Owned())
+			if n == 0 {
+				return errorf("%s owns no shard", ids[i])
+			}
+			total += n
+		}
+		if total != 16 {
+			return errorf("%d of 16 shards owned", total)
+		}
+		return nil
+	})
+}
+
+// dashboard is what the test reads from the Grafana JSON.
+type dashboard struct {
+	exprs        []string
+	labelQueries []labelQuery
+}
+
+// labelQuery is a variable's label_values(match, label).
+type labelQuery struct{ name, match, label string }
+
+var labelValuesRE = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
+
+func loadDashboard(t *testing.T, path string) dashboard {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+			Panels []json.RawMessage `json:"panels"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string          `json:"name"`
+				Type  string          `json:"type"`
+				Query json.RawMessage `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out dashboard
+	for _, p := range d.Panels {
+		if len(p.Panels) > 0 { // a collapsed row keeps its panels inside
+			t.Fatalf("%s: panel %q nests panels; expand the row so that the test sees them", path, p.Title)
+		}
+		for _, tg := range p.Targets {
+			if strings.TrimSpace(tg.Expr) == "" {
+				t.Fatalf("%s: panel %q has a target without a query", path, p.Title)
+			}
+			out.exprs = append(out.exprs, tg.Expr)
+		}
+	}
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("%s: variable %s: %v", path, v.Name, err)
+		}
+		m := labelValuesRE.FindStringSubmatch(q.Query)
+		if m == nil {
+			t.Fatalf("%s: variable %s: query %q is not label_values(selector, label)", path, v.Name, q.Query)
+		}
+		out.labelQueries = append(out.labelQueries, labelQuery{name: v.Name, match: m[1], label: m[2]})
+	}
+	return out
+}
+
+// substitute replaces what Grafana would: its interval macros, with
+// windows that cover the whole load of this test, and the variables, with
+// "all".
+func substitute(t *testing.T, expr string) string {
+	t.Helper()
+	out := strings.NewReplacer(
+		"$__rate_interval", "2m",
+		"$__interval", "15s",
+		"$__range", "10m",
+		"$job", "shardnet",
+		"$instance", ".+",
+	).Replace(expr)
+	if strings.Contains(out, "$") {
+		t.Fatalf("query %q uses a variable the test does not know", expr)
+	}
+	return out
+}
+
+// runServers returns a function that runs a replica server until the test
+// ends; the cleanup stops each, which hands its shards over.
+func runServers(t *testing.T) func(id string, s *app.Server) {
+	var mu sync.Mutex // guards stops
+	var stops []func()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		var wg sync.WaitGroup
+		for _, stop := range stops {
+			wg.Go(stop)
+		}
+		wg.Wait()
+	})
+	return func(id string, s *app.Server) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		mu.Lock()
+		defer mu.Unlock()
+		stops = append(stops, func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("replica %s: %v", id, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("replica %s did not stop within 30s", id)
+			}
+		})
+	}
+}
+
+// promServer is a Prometheus server on a loopback port.
+type promServer struct {
+	base string
+	http *http.Client
+}
+
+func startPrometheus(t *testing.T, targets []string) *promServer {
+	t.Helper()
+	dir := t.TempDir()
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = strconv.Quote(tg)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: shardnet
+    static_configs:
+      - targets: [%s]
+`, strings.Join(quoted, ", "))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeLoopback(t)
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prometheusBinary,
+		"--config.file="+cfgPath,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting prometheus: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("prometheus log:\n%s", tail(string(b), 4000))
+			}
+		}
+	})
+
+	p := &promServer{base: "http://" + addr, http: &http.Client{Timeout: 5 * time.Second}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := p.http.Get(p.base + "/-/ready")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("prometheus exited:\n%s", tail(string(b), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready on %s within 30s: %v", addr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// apiResponse is the envelope of every Prometheus HTTP API answer.
+type apiResponse struct {
+	Status string          `json:"status"`
+	Error  string          `json:"error"`
+	Data   json.RawMessage `json:"data"`
+}
+
+func (p *promServer) get(ctx context.Context, path string, params url.Values, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path+"?"+params.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var r apiResponse
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return fmt.Errorf("%s: HTTP %d: %w", path, resp.StatusCode, err)
+	}
+	if r.Status != "success" {
+		return fmt.Errorf("%s: %s", path, r.Error)
+	}
+	return json.Unmarshal(r.Data, into)
+}
+
+// query runs an instant query and counts the series it returned and those
+// whose value is a finite number.
+func (p *promServer) query(ctx context.Context, expr string) (series, finite int, err error) {
+	var data struct {
+		ResultType string `json:"resultType"`
+		Result     []struct {
+			Value [2]any `json:"value"`
+		} `json:"result"`
+	}
+	if err := p.get(ctx, "/api/v1/query", url.Values{"query": {expr}}, &data); err != nil {
+		return 0, 0, err
+	}
+	if data.ResultType != "vector" {
+		return 0, 0, fmt.Errorf("result type %q, want vector", data.ResultType)
+	}
+	for _, r := range data.Result {
+		s, _ := r.Value[1].(string)
+		if v, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			finite++
+		}
+	}
+	return len(data.Result), finite, nil
+}
+
+func (p *promServer) labelValues(ctx context.Context, label, match string) ([]string, error) {
+	var vals []string
+	err := p.get(ctx, "/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &vals)
+	return vals, err
+}
+
+// upTargets is the addresses of the targets whose last scrape succeeded.
+func (p *promServer) upTargets(ctx context.Context) ([]string, error) {
+	var data struct {
+		ActiveTargets []struct {
+			Labels map[string]string `json:"labels"`
+			Health string            `json:"health"`
+		} `json:"activeTargets"`
+	}
+	if err := p.get(ctx, "/api/v1/targets", url.Values{"state": {"active"}}, &data); err != nil {
+		return nil, err
+	}
+	var up []string
+	for _, tg := range data.ActiveTargets {
+		if tg.Health == "up" {
+			up = append(up, tg.Labels["instance"])
+		}
+	}
+	return up, nil
+}
