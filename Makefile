@@ -41,9 +41,23 @@ test: testbin ## Run every test (unit, fuzz seeds, end-to-end) under -race.
 test-e2e: testbin ## Run only the end-to-end suites under test/.
 	$(GO) test $(TESTFLAGS) ./test/...
 
+BENCH_PODS    ?= 5000
+BENCH_OUT     ?= bench/out
+BENCH_FLAGS   ?=
+
 .PHONY: bench
-bench: testbin ## Run the benchmarks and print their figures.
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
+bench: testbin build ## End-to-end benchmark (raw ceiling, 1 and 3 replicas, baseline) and micro-benchmarks; report in bench/out.
+	$(GO) build -o $(BIN)/shardnet-bench ./bench/cmd/shardnet-bench
+	$(BIN)/shardnet-bench -pods $(BENCH_PODS) -out $(BENCH_OUT) -shardnet $(BIN)/shardnet $(BENCH_FLAGS)
+
+.PHONY: bench-check
+bench-check: ## Fail when the ratios of bench/out/result.json fall below bench/thresholds.json.
+	$(GO) run ./bench/cmd/shardnet-bench -check $(BENCH_OUT)/result.json -thresholds bench/thresholds.json
+
+.PHONY: bench-ci
+bench-ci: ## The small benchmark CI runs (1,000 pods, no micro-benchmarks), then bench-check.
+	$(MAKE) bench BENCH_PODS=1000 BENCH_OUT=$(BENCH_OUT) BENCH_FLAGS=-micro=false
+	$(MAKE) bench-check BENCH_OUT=$(BENCH_OUT)
 
 .PHONY: demo
 demo: testbin build ## Run shardnet against a local apiserver, kwok and Northbound.

@@ -1,3 +1,20 @@
-// Package bench holds the benchmark programs that measure shardnet against
-// the raw write rate of the API server and the Northbound database.
+// Package bench measures shardnet end to end against the ceilings of the
+// machine it runs on, all in one run so that the figures are ratios of
+// numbers measured side by side (these machines are shared and noisy).
+//
+// One run (Run) brings up, for each scenario, a fresh kube-apiserver with
+// etcd, kwok and ovsdb-server from test/harness, creates N kwok pods at full
+// speed and times them from create to annotated:
+//
+//   - raw: a trivial in-process writer doing exactly shardnet's API writes
+//     per pod (claim create, IP record create when enabled, one pod merge
+//     patch) with no logic and no Northbound: the API server's ceiling;
+//   - shardnet with 1 replica, then with 3 replicas, each a separate
+//     `shardnet controller` process (so RSS and CPU are its own);
+//   - baseline: shardnet with one shard and batching off (one Northbound
+//     transaction per pod), the shape of kube-ovn's controller.
+//
+// It then runs the IPAM and Northbound micro-benchmarks, and writes a JSON
+// result, a Markdown report and SVG plots. Check compares a result's ratios
+// (never absolute times) with committed thresholds.
 package bench

@@ -240,26 +240,3 @@ func (c *Caches) Namespace(name string) (*corev1.Namespace, bool) {
 
 // ClaimIndex is the claim informer's indexer.
 func (c *Caches) ClaimIndex() cache.Indexer { return c.ClaimInformer.GetIndexer() }
-
-// TrimPod is the pod informer transform: it keeps only what the
-// reconcilers read, which at tens of thousands of pods is most of a
-// replica's memory.
-func TrimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	trimmed := &corev1.Pod{
-		TypeMeta: pod.TypeMeta,
-		Spec: corev1.PodSpec{
-			NodeName:                      pod.Spec.NodeName,
-			HostNetwork:                   pod.Spec.HostNetwork,
-			RestartPolicy:                 pod.Spec.RestartPolicy,
-			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
-		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
-	}
-	trimmed.ObjectMeta = pod.ObjectMeta
-	trimmed.ManagedFields = nil
-	return trimmed, nil
-}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/queue"
@@ -71,7 +72,7 @@ func startSlice(t *testing.T) *slice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithTransform(TrimPod))
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithTransform(controller.TrimPod))
 	crdFactory := externalversions.NewSharedInformerFactory(kube.Shardnet, 0)
 	caches, err := NewCaches(kubeFactory, crdFactory, kube.Shardnet, 1, true)
 	if err != nil {

@@ -235,3 +235,7 @@ func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
 }
+
+// FreePort returns a loopback TCP port that was free a moment ago, for
+// servers a caller starts itself.
+func FreePort(t TB) int { return freePort(t) }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -65,9 +64,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	env := newDemoEnv(stdout)
-	defer env.cleanup()
-	err := env.run(ctx, func() error { return demo(ctx, env, stdout, *pods, *replicas, *nodes, *keep) })
+	env, err := harness.NewProgram()
+	if err != nil {
+		fmt.Fprintf(stderr, "shardnet demo: %v\n", err)
+		return 1
+	}
+	defer env.Close()
+	err = env.Run(func() error { return demo(ctx, env, stdout, *pods, *replicas, *nodes, *keep) })
 	if err != nil {
 		fmt.Fprintf(stderr, "shardnet demo: %v\n", err)
 		return 1
@@ -75,7 +78,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func demo(ctx context.Context, env *demoEnv, out io.Writer, pods, replicas, nodes int, keep bool) error {
+func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replicas, nodes int, keep bool) error {
 	fmt.Fprintln(out, "shardnet demo: starting etcd, kube-apiserver and kwok ...")
 	kube := harness.StartKube(env)
 	kube.StartKwok(env)
@@ -325,69 +328,4 @@ func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {
 		}
 	}
 	return nil
-}
-
-// demoEnv implements harness.TB for a program: Fatalf aborts the demo,
-// cleanups run in reverse at the end.
-type demoEnv struct {
-	out      io.Writer
-	dir      string
-	mu       sync.Mutex
-	cleanups []func()
-	temps    int
-}
-
-type demoAbort struct{ err error }
-
-func newDemoEnv(out io.Writer) *demoEnv {
-	dir, err := os.MkdirTemp("", "shardnet-demo-")
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return &demoEnv{out: out, dir: dir}
-}
-
-func (e *demoEnv) Helper()                           {}
-func (e *demoEnv) Logf(format string, args ...any)   {}
-func (e *demoEnv) Fatalf(format string, args ...any) { panic(demoAbort{fmt.Errorf(format, args...)}) }
-func (e *demoEnv) Cleanup(f func()) {
-	e.mu.Lock()
-	e.cleanups = append(e.cleanups, f)
-	e.mu.Unlock()
-}
-func (e *demoEnv) TempDir() string {
-	e.mu.Lock()
-	e.temps++
-	n := e.temps
-	e.mu.Unlock()
-	d := filepath.Join(e.dir, fmt.Sprint(n))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		e.Fatalf("%v", err)
-	}
-	return d
-}
-
-// run calls f, turning a Fatalf inside it into an error.
-func (e *demoEnv) run(_ context.Context, f func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			a, ok := r.(demoAbort)
-			if !ok {
-				panic(r)
-			}
-			err = a.err
-		}
-	}()
-	return f()
-}
-
-func (e *demoEnv) cleanup() {
-	e.mu.Lock()
-	fs := e.cleanups
-	e.cleanups = nil
-	e.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
-	_ = os.RemoveAll(e.dir)
 }

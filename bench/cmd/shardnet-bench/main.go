@@ -1,0 +1,89 @@
+// Command shardnet-bench runs shardnet's end-to-end benchmark (package
+// bench) or checks a result against the committed thresholds.
+//
+//	shardnet-bench [-pods N] [-out DIR] [-micro]
+//	shardnet-bench -check DIR/result.json [-thresholds bench/thresholds.json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/shardnet/shardnet/bench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("shardnet-bench", flag.ContinueOnError)
+	pods := fs.Int("pods", 5000, "kwok pods per scenario (50000 for the large run)")
+	out := fs.String("out", "bench/out", "folder for result.json, report.md and the plots")
+	bin := fs.String("shardnet", "bin/shardnet", "shardnet binary the replicas run")
+	micro := fs.Bool("micro", true, "run the IPAM and Northbound micro-benchmarks too")
+	ipRecords := fs.Bool("ip-records", true, "write kubeovn.io IP records")
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound of one scenario")
+	check := fs.String("check", "", "check this result.json against -thresholds instead of running")
+	thresholds := fs.String("thresholds", "bench/thresholds.json", "committed lower bounds of the ratios")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *check != "" {
+		return runCheck(*check, *thresholds)
+	}
+	klog.SetOutput(io.Discard)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	wd, _ := os.Getwd()
+	res, err := bench.Run(ctx, bench.Config{
+		Pods: *pods, IPRecords: *ipRecords, Shardnet: *bin, Out: *out,
+		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)
+		return 1
+	}
+	fmt.Println()
+	fmt.Print(bench.Markdown(res))
+	fmt.Printf("\nwritten to %s\n", *out)
+	return 0
+}
+
+func runCheck(resultPath, thresholdsPath string) int {
+	res, err := bench.Load(resultPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)
+		return 1
+	}
+	b, err := os.ReadFile(thresholdsPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)
+		return 1
+	}
+	var t bench.Thresholds
+	if err := json.Unmarshal(b, &t); err != nil {
+		fmt.Fprintf(os.Stderr, "shardnet-bench: %s: %v\n", thresholdsPath, err)
+		return 1
+	}
+	fails := bench.Check(res, t)
+	fmt.Printf("shardnet/raw %.3f (min %.3f), 1-replica/raw %.3f (min %.3f), batched/baseline %.3f (min %.3f)\n",
+		res.Ratios.ShardnetVsRaw, t.ShardnetVsRaw, res.Ratios.OneReplicaVsRaw, t.OneReplicaVsRaw, res.Ratios.BatchedVsBaseline, t.BatchedVsBaseline)
+	for _, f := range fails {
+		fmt.Println("regression:", f)
+	}
+	if len(fails) > 0 {
+		return 1
+	}
+	fmt.Println("bench-check: ratios within the committed thresholds")
+	return 0
+}

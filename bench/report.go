@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// write stores result.json, report.md and the SVG plots in dir.
+func write(dir string, r *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "throughput.svg"), []byte(throughputSVG(r)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latency.svg"), []byte(latencySVG(r)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(Markdown(r)), 0o644)
+}
+
+// Markdown is the short report of a result.
+func Markdown(r *Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# shardnet bench, %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "%d kwok pods per scenario, IP records %v; every figure below was measured in this one run.\n\n", r.Pods, r.IPRecords)
+	b.WriteString("| scenario | replicas | shards | batching | pods/s | p50 ms | p95 ms | p99 ms | API writes/pod | NB txns/pod | peak RSS MiB | CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(&b, "| %s | %d | %d | %v | %.0f | %.0f | %.0f | %.0f | %.2f | %.3f | %s | %s |\n",
+			s.Name, s.Replicas, s.Shards, s.Batching, s.PodsPerSecond, s.P50, s.P95, s.P99,
+			s.APIWritesPerPod, s.NBTransactionsPerPod, floats(s.PeakRSSMiB), floats(s.CPUSeconds))
+	}
+	b.WriteString("\n## Ratios\n\n")
+	fmt.Fprintf(&b, "- shardnet (3 replicas) / raw API ceiling: **%.2f** (goal >= 0.85)\n", r.Ratios.ShardnetVsRaw)
+	fmt.Fprintf(&b, "- shardnet (1 replica) / raw API ceiling: **%.2f**\n", r.Ratios.OneReplicaVsRaw)
+	fmt.Fprintf(&b, "- batched / baseline (one shard, one NB transaction per pod): **%.2f**\n", r.Ratios.BatchedVsBaseline)
+	fmt.Fprintf(&b, "- shardnet (3 replicas) / kube-ovn's 20 pods/s: **%.1fx** (goal >= 15x)\n", r.Ratios.VsKubeOVN)
+	if r.Ratios.ShardnetVsRaw < 0.85 {
+		fmt.Fprintf(&b, "\nThe 0.85 goal is missed by %.0f%%: see the CPU column and a pprof of a replica (`go tool pprof http://<metrics-addr>/debug/pprof/profile`) for where the time goes.\n",
+			(0.85-r.Ratios.ShardnetVsRaw)/0.85*100)
+	}
+	if len(r.Micro) > 0 {
+		b.WriteString("\n## Micro-benchmarks\n\n| benchmark | value | unit |\n|---|---|---|\n")
+		for _, m := range r.Micro {
+			fmt.Fprintf(&b, "| %s | %.3g | %s |\n", m.Name, m.Value, m.Unit)
+		}
+	}
+	b.WriteString("\nPlots: `throughput.svg` (pods annotated over time), `latency.svg` (create-to-annotated distribution).\n")
+	return b.String()
+}
+
+func floats(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(parts, "/")
+}
+
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"}
+
+// throughputSVG plots annotated pods over time, one line per scenario.
+func throughputSVG(r *Result) string {
+	var series []svgSeries
+	for _, s := range r.Scenarios {
+		var pts [][2]float64
+		for i, n := range s.Timeline {
+			pts = append(pts, [2]float64{float64(i) * 0.25, float64(n)})
+		}
+		series = append(series, svgSeries{s.Name, pts})
+	}
+	return plot("Pods annotated over time", "seconds since first create", "pods", series)
+}
+
+// latencySVG plots the create-to-annotated CDF of each scenario.
+func latencySVG(r *Result) string {
+	var series []svgSeries
+	for _, s := range r.Scenarios {
+		var pts [][2]float64
+		n := len(s.Latencies)
+		step := max(1, n/400)
+		for i := 0; i < n; i += step {
+			pts = append(pts, [2]float64{s.Latencies[i], float64(i+1) / float64(n) * 100})
+		}
+		if n > 0 {
+			pts = append(pts, [2]float64{s.Latencies[n-1], 100})
+		}
+		series = append(series, svgSeries{s.Name, pts})
+	}
+	return plot("Create to annotated (CDF)", "milliseconds", "% of pods", series)
+}
+
+type svgSeries struct {
+	name string
+	pts  [][2]float64
+}
+
+func plot(title, xlabel, ylabel string, series []svgSeries) string {
+	const w, h, left, right, top, bottom = 720.0, 420.0, 70.0, 150.0, 40.0, 50.0
+	maxX, maxY := 1.0, 1.0
+	for _, s := range series {
+		for _, p := range s.pts {
+			maxX, maxY = max(maxX, p[0]), max(maxY, p[1])
+		}
+	}
+	px := func(x float64) float64 { return left + x/maxX*(w-left-right) }
+	py := func(y float64) float64 { return h - bottom - y/maxY*(h-top-bottom) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%.0f" y="22" font-size="15">%s</text>`+"\n", left, title)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/><line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n",
+		left, h-bottom, w-right, h-bottom, left, top, left, h-bottom)
+	for i := 0; i <= 4; i++ {
+		x, y := maxX*float64(i)/4, maxY*float64(i)/4
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%.4g</text>`, px(x), h-bottom+16, x)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.4g</text>`+"\n", left-6, py(y)+4, y)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`, (left+w-right)/2, h-12, xlabel)
+	fmt.Fprintf(&b, `<text x="16" y="%.0f" transform="rotate(-90 16 %.0f)" text-anchor="middle">%s</text>`+"\n", (top+h-bottom)/2, (top+h-bottom)/2, ylabel)
+	for i, s := range series {
+		color := palette[i%len(palette)]
+		var pts []string
+		for _, p := range s.pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1])))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="12" height="12" fill="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n",
+			w-right+12, top+float64(i)*20, color, w-right+30, top+float64(i)*20+11, s.name)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}

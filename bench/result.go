@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Result is one bench run, as written to result.json.
+type Result struct {
+	Started   time.Time  `json:"started"`
+	Pods      int        `json:"pods"`
+	IPRecords bool       `json:"ipRecords"`
+	Scenarios []Scenario `json:"scenarios"`
+	Ratios    Ratios     `json:"ratios"`
+	Micro     []Micro    `json:"micro,omitempty"`
+}
+
+// Scenario is one measured configuration.
+type Scenario struct {
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+	Shards   int    `json:"shards"`
+	Batching bool   `json:"batching"`
+	// PodsPerSecond is N over the time from the first create to the last
+	// pod annotated (routed, for shardnet).
+	PodsPerSecond float64 `json:"podsPerSecond"`
+	Seconds       float64 `json:"seconds"`
+	// Latency percentiles from create to annotated, in milliseconds.
+	P50 float64 `json:"p50ms"`
+	P95 float64 `json:"p95ms"`
+	P99 float64 `json:"p99ms"`
+	// APIWritesPerPod counts the replicas' non-GET API requests.
+	APIWritesPerPod float64 `json:"apiWritesPerPod"`
+	// NBTransactionsPerPod counts the batchers' transactions.
+	NBTransactionsPerPod float64 `json:"nbTransactionsPerPod"`
+	// PeakRSSMiB and CPUSeconds are per replica process.
+	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
+	CPUSeconds []float64 `json:"cpuSeconds,omitempty"`
+	// Timeline is the count of annotated pods every 250ms from the first
+	// create.
+	Timeline []int `json:"timeline"`
+	// Latencies are every pod's create-to-annotated time, sorted, in ms.
+	Latencies []float64 `json:"latenciesMs"`
+}
+
+// Ratios are the figures the guard compares.
+type Ratios struct {
+	// ShardnetVsRaw is the 3-replica throughput over the raw ceiling's.
+	ShardnetVsRaw float64 `json:"shardnetVsRaw"`
+	// OneReplicaVsRaw is the 1-replica throughput over the raw ceiling's.
+	OneReplicaVsRaw float64 `json:"oneReplicaVsRaw"`
+	// BatchedVsBaseline is the 3-replica throughput over the baseline's.
+	BatchedVsBaseline float64 `json:"batchedVsBaseline"`
+	// VsKubeOVN is the 3-replica throughput over 20 pods/s, the rate
+	// kube-ovn reaches under kwok.
+	VsKubeOVN float64 `json:"vsKubeOVN"`
+}
+
+// Micro is one micro-benchmark ratio.
+type Micro struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// KubeOVNPodsPerSecond is what kube-ovn's controller reaches under kwok.
+const KubeOVNPodsPerSecond = 20
+
+// Scenario returns the named scenario.
+func (r *Result) Scenario(name string) (Scenario, bool) {
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+func (r *Result) computeRatios() {
+	raw, _ := r.Scenario("raw")
+	one, _ := r.Scenario("shardnet-1")
+	three, _ := r.Scenario("shardnet-3")
+	base, _ := r.Scenario("baseline")
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	r.Ratios = Ratios{
+		ShardnetVsRaw:     div(three.PodsPerSecond, raw.PodsPerSecond),
+		OneReplicaVsRaw:   div(one.PodsPerSecond, raw.PodsPerSecond),
+		BatchedVsBaseline: div(three.PodsPerSecond, base.PodsPerSecond),
+		VsKubeOVN:         three.PodsPerSecond / KubeOVNPodsPerSecond,
+	}
+}
+
+// Load reads a result.json.
+func Load(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Thresholds are the committed lower bounds of the ratios.
+type Thresholds struct {
+	ShardnetVsRaw     float64 `json:"shardnetVsRaw"`
+	OneReplicaVsRaw   float64 `json:"oneReplicaVsRaw"`
+	BatchedVsBaseline float64 `json:"batchedVsBaseline"`
+}
+
+// Check compares r's ratios with t and returns one line per ratio below
+// its bound.
+func Check(r *Result, t Thresholds) []string {
+	var out []string
+	for _, c := range []struct {
+		name     string
+		got, min float64
+	}{
+		{"shardnet (3 replicas) / raw ceiling", r.Ratios.ShardnetVsRaw, t.ShardnetVsRaw},
+		{"shardnet (1 replica) / raw ceiling", r.Ratios.OneReplicaVsRaw, t.OneReplicaVsRaw},
+		{"batched / baseline", r.Ratios.BatchedVsBaseline, t.BatchedVsBaseline},
+	} {
+		if c.got < c.min {
+			out = append(out, fmt.Sprintf("%s = %.3f, below the committed %.3f", c.name, c.got, c.min))
+		}
+	}
+	return out
+}

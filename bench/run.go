@@ -1,0 +1,627 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/reconcile"
+	"github.com/shardnet/shardnet/test/harness"
+)
+
+// Config is one bench run's configuration.
+type Config struct {
+	// Pods per scenario (default 5000).
+	Pods int
+	// IPRecords makes shardnet (and the raw writer) write IP records.
+	IPRecords bool
+	// Shardnet is the path of the shardnet binary the replicas run.
+	Shardnet string
+	// Out is the folder the result, report and plots go to.
+	Out string
+	// Micro runs the micro-benchmarks too; MicroDir is the module root.
+	Micro    bool
+	MicroDir string
+	// Timeout bounds one scenario.
+	Timeout time.Duration
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+type spec struct {
+	name     string
+	raw      bool
+	replicas int
+	shards   int
+	batching bool
+}
+
+// Run measures every scenario and writes the result files.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Pods <= 0 {
+		cfg.Pods = 5000
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Minute
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if _, err := os.Stat(cfg.Shardnet); err != nil {
+		return nil, fmt.Errorf("shardnet binary %q: %w (run `make build`)", cfg.Shardnet, err)
+	}
+	res := &Result{Started: time.Now(), Pods: cfg.Pods, IPRecords: cfg.IPRecords}
+	for _, sp := range []spec{
+		{name: "raw", raw: true},
+		{name: "shardnet-1", replicas: 1, shards: 64, batching: true},
+		{name: "shardnet-3", replicas: 3, shards: 64, batching: true},
+		{name: "baseline", replicas: 1, shards: 1, batching: false},
+	} {
+		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods ...\n", sp.name, cfg.Pods)
+		sc, err := runScenario(ctx, cfg, sp)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sp.name, err)
+		}
+		fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod, %.3f NB txns/pod\n",
+			sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.NBTransactionsPerPod)
+		res.Scenarios = append(res.Scenarios, sc)
+	}
+	res.computeRatios()
+	if cfg.Micro {
+		fmt.Fprintln(cfg.Progress, "bench: micro-benchmarks (ipam, ovn) ...")
+		m, err := runMicro(ctx, cfg.MicroDir)
+		if err != nil {
+			return nil, err
+		}
+		res.Micro = m
+	}
+	if err := write(cfg.Out, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
+	p, err := harness.NewProgram()
+	if err != nil {
+		return Scenario{}, err
+	}
+	defer p.Close()
+	var sc Scenario
+	err = p.Run(func() error {
+		var err error
+		sc, err = scenario(ctx, p, cfg, sp)
+		return err
+	})
+	return sc, err
+}
+
+const benchNS = "bench"
+
+func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Scenario, error) {
+	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	kube := harness.StartKube(p)
+	kube.StartKwok(p)
+	var nb *harness.NB
+	if harness.HaveOVSDBServer() {
+		nb = harness.StartNB(p)
+	} else {
+		nb = harness.StartEmbeddedNB(p)
+	}
+	const nodes = 5
+	for i := range nodes {
+		kube.CreateNode(p, fmt.Sprintf("kwok-node-%d", i), "")
+	}
+	for _, ns := range []string{benchNS, "shardnet-system"} {
+		if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return sc, err
+		}
+	}
+	if _, err := kube.Shardnet.KubeovnV1().Subnets().Create(ctx, &kubeovnv1.Subnet{
+		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default"},
+		Spec:       kubeovnv1.SubnetSpec{CIDRBlock: "10.0.0.0/14", Default: true},
+	}, metav1.CreateOptions{}); err != nil {
+		return sc, err
+	}
+
+	// The observer times every pod from its create to its annotation.
+	obs := newObserver(cfg.Pods, sp.raw)
+	factory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithNamespace(benchNS))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: obs.see, UpdateFunc: func(_, o any) { obs.see(o) },
+	}); err != nil {
+		return sc, err
+	}
+	octx, stopObs := context.WithCancel(ctx)
+	defer stopObs()
+	factory.Start(octx.Done())
+	factory.WaitForCacheSync(octx.Done())
+	defer factory.Shutdown()
+
+	var procs []*replicaProc
+	if sp.raw {
+		w := &rawWriter{kube: kube, ipRecords: cfg.IPRecords}
+		if err := w.start(octx); err != nil {
+			return sc, err
+		}
+	} else {
+		for i := range sp.replicas {
+			rp, err := startReplicaProc(p, cfg, sp, kube, nb, i)
+			if err != nil {
+				return sc, err
+			}
+			procs = append(procs, rp)
+		}
+		if err := waitReady(ctx, procs); err != nil {
+			return sc, err
+		}
+	}
+	before := scrapeAll(procs)
+
+	start := time.Now()
+	obs.start(start)
+	stopTimeline := obs.sampleTimeline(250 * time.Millisecond)
+	if err := createPods(ctx, kube, cfg.Pods, nodes, obs); err != nil {
+		return sc, err
+	}
+	if err := obs.wait(ctx); err != nil {
+		return sc, err
+	}
+	stopTimeline()
+	end := obs.last()
+
+	after := scrapeAll(procs)
+	sc.Seconds = end.Sub(start).Seconds()
+	sc.PodsPerSecond = float64(cfg.Pods) / sc.Seconds
+	sc.Latencies = obs.latencies()
+	sc.P50, sc.P95, sc.P99 = pctl(sc.Latencies, 50), pctl(sc.Latencies, 95), pctl(sc.Latencies, 99)
+	sc.Timeline = obs.timelineCopy()
+	if sp.raw {
+		sc.APIWritesPerPod = rawWritesPerPod(cfg.IPRecords)
+	} else {
+		sc.APIWritesPerPod = (after.writes - before.writes) / float64(cfg.Pods)
+		sc.NBTransactionsPerPod = (after.txns - before.txns) / float64(cfg.Pods)
+		for _, rp := range procs {
+			rss, cpu := rp.usage()
+			sc.PeakRSSMiB = append(sc.PeakRSSMiB, rss)
+			sc.CPUSeconds = append(sc.CPUSeconds, cpu)
+		}
+	}
+	return sc, nil
+}
+
+// observer records create and annotation times.
+type observer struct {
+	want int
+	raw  bool
+	// mu guards created, annotated and lastAt.
+	mu        sync.Mutex
+	created   map[string]time.Time
+	annotated map[string]time.Time
+	lastAt    time.Time
+	done      chan struct{}
+	doneOnce  sync.Once
+	count     atomic.Int64
+	t0        time.Time
+	timeline  []int
+}
+
+func newObserver(want int, raw bool) *observer {
+	return &observer{want: want, raw: raw, created: map[string]time.Time{}, annotated: map[string]time.Time{}, done: make(chan struct{})}
+}
+
+func (o *observer) start(t time.Time) { o.t0 = t }
+
+func (o *observer) see(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key := reconcile.DefaultKey(reconcile.KeyRouted)
+	if o.raw {
+		key = reconcile.DefaultKey(reconcile.KeyAllocated)
+	}
+	if pod.Annotations[key] != "true" {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.annotated[pod.Name]; seen {
+		return
+	}
+	o.annotated[pod.Name] = now
+	o.lastAt = now
+	if int(o.count.Add(1)) == o.want {
+		o.doneOnce.Do(func() { close(o.done) })
+	}
+}
+
+func (o *observer) created1(name string, t time.Time) {
+	o.mu.Lock()
+	o.created[name] = t
+	o.mu.Unlock()
+}
+
+func (o *observer) wait(ctx context.Context) error {
+	select {
+	case <-o.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d of %d pods annotated before the deadline", o.count.Load(), o.want)
+	}
+}
+
+func (o *observer) last() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastAt
+}
+
+func (o *observer) latencies() []float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]float64, 0, len(o.annotated))
+	for name, at := range o.annotated {
+		if c, ok := o.created[name]; ok {
+			out = append(out, float64(at.Sub(c).Microseconds())/1000)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (o *observer) sampleTimeline(every time.Duration) (stop func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				n := int(o.count.Load())
+				o.mu.Lock()
+				o.timeline = append(o.timeline, n)
+				o.mu.Unlock()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+		o.mu.Lock()
+		o.timeline = append(o.timeline, int(o.count.Load()))
+		o.mu.Unlock()
+	}
+}
+
+func (o *observer) timelineCopy() []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.timeline)
+}
+
+func pctl(sorted []float64, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p+99)/100 - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// createPods creates n pods at full speed (64 at a time) spread over the
+// nodes, recording each create time.
+func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, obs *observer) error {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			name := fmt.Sprintf("pod-%06d", i)
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS},
+				Spec: corev1.PodSpec{NodeName: fmt.Sprintf("kwok-node-%d", i%nodes),
+					Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/bench"}}},
+			}
+			t := time.Now()
+			obs.created1(name, t)
+			if _, err := kube.Client.CoreV1().Pods(benchNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// rawWriter does shardnet's API writes per pod and nothing else: a claim,
+// an IP record when enabled, and one merge patch of the annotations.
+type rawWriter struct {
+	kube      *harness.Kube
+	ipRecords bool
+	next      atomic.Uint32
+}
+
+func rawWritesPerPod(ipRecords bool) float64 {
+	if ipRecords {
+		return 3
+	}
+	return 2
+}
+
+func (w *rawWriter) start(ctx context.Context) error {
+	keys := make(chan *corev1.Pod, 100000)
+	factory := informers.NewSharedInformerFactoryWithOptions(w.kube.Client, 0, informers.WithNamespace(benchNS))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				keys <- p
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	for range 32 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case p := <-keys:
+					w.write(ctx, p)
+				}
+			}
+		}()
+	}
+	go func() { <-ctx.Done(); factory.Shutdown() }()
+	return nil
+}
+
+func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
+	n := w.next.Add(1)
+	ip := fmt.Sprintf("10.%d.%d.%d", n>>16&3, n>>8&255, n&255)
+	claim := &v1alpha1.AddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + ip, Labels: map[string]string{v1alpha1.LabelSubnet: "ovn-default"}},
+		Spec: v1alpha1.AddressClaimSpec{Subnet: "ovn-default", Address: ip,
+			Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}},
+	}
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.kube.Shardnet.ShardnetV1alpha1().AddressClaims().Create(ctx, claim, metav1.CreateOptions{}); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w.ipRecords {
+		rec := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: p.Name + "." + p.Namespace},
+			Spec: kubeovnv1.IPSpec{PodName: p.Name, Namespace: p.Namespace, Subnet: "ovn-default", IPAddress: ip, V4IPAddress: ip}}
+		_, _ = w.kube.Shardnet.KubeovnV1().IPs().Create(ctx, rec, metav1.CreateOptions{})
+	}
+	ann := map[string]string{
+		reconcile.DefaultKey(reconcile.KeyIPAddress):     ip,
+		reconcile.DefaultKey(reconcile.KeyMACAddress):    "0a:58:0a:00:00:01",
+		reconcile.DefaultKey(reconcile.KeyCIDR):          "10.0.0.0/14",
+		reconcile.DefaultKey(reconcile.KeyGateway):       "10.0.0.1",
+		reconcile.DefaultKey(reconcile.KeyLogicalSwitch): "ovn-default",
+		reconcile.DefaultKey(reconcile.KeyAllocated):     "true",
+		reconcile.DefaultKey(reconcile.KeyRouted):        "true",
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": ann}})
+	for ctx.Err() == nil {
+		if _, err := w.kube.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// replicaProc is one `shardnet controller` process.
+type replicaProc struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	healthAddr  string
+}
+
+func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, i int) (*replicaProc, error) {
+	rp := &replicaProc{
+		metricsAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
+		healthAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
+	}
+	args := []string{"controller",
+		"--kubeconfig=" + kube.Kubeconfig,
+		fmt.Sprintf("--identity=shardnet-%d", i),
+		"--namespace=shardnet-system",
+		"--nb-endpoints=" + nb.Endpoint,
+		fmt.Sprintf("--shards=%d", sp.shards),
+		"--workers-per-shard=4",
+		"--metrics-addr=" + rp.metricsAddr,
+		"--health-addr=" + rp.healthAddr,
+		fmt.Sprintf("--ip-records=%v", cfg.IPRecords),
+		"--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s",
+	}
+	if sp.shards == 1 {
+		// One shard with as many workers as 64 shards of 4 would be
+		// unfair the other way: kube-ovn's pod controller runs a handful.
+		args = append(args, "--workers-per-shard=32")
+	}
+	if !sp.batching {
+		args = append(args, "--batch-max-ops=1", "--batch-linger=0s")
+	}
+	log, err := os.Create(filepath.Join(p.TempDir(), "replica.log"))
+	if err != nil {
+		return nil, err
+	}
+	rp.cmd = exec.Command(cfg.Shardnet, args...)
+	rp.cmd.Stdout, rp.cmd.Stderr = log, log
+	if err := rp.cmd.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	p.Cleanup(func() {
+		_ = rp.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = rp.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = rp.cmd.Process.Kill()
+			<-done
+		}
+		log.Close()
+	})
+	return rp, nil
+}
+
+func waitReady(ctx context.Context, procs []*replicaProc) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for _, rp := range procs {
+		for {
+			resp, err := http.Get("http://" + rp.healthAddr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("replica on %s not ready", rp.healthAddr)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// Every shard must be running somewhere before the clock starts.
+	for {
+		owned := 0
+		for _, rp := range procs {
+			owned += int(scrape(rp.metricsAddr)["shardnet_shards_owned"])
+		}
+		if owned > 0 && owned == expectedShards(procs) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("shards not all owned (%d)", owned)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func expectedShards(procs []*replicaProc) int {
+	for _, a := range procs[0].cmd.Args {
+		if v, ok := strings.CutPrefix(a, "--shards="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}
+
+type counters struct{ writes, txns float64 }
+
+func scrapeAll(procs []*replicaProc) counters {
+	var c counters
+	for _, rp := range procs {
+		m := scrape(rp.metricsAddr)
+		c.writes += m["writes"]
+		c.txns += m["shardnet_nb_transactions_total"]
+	}
+	return c
+}
+
+// scrape reads the few metrics the bench needs from a replica's /metrics:
+// summed counters by name, and "writes" (REST requests other than GET).
+func scrape(addr string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, " ")
+		labels := ""
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name, labels = name[:i], name[i:]
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			continue
+		}
+		out[name] += v
+		if name == "rest_client_requests_total" && !strings.Contains(labels, `method="GET"`) {
+			out["writes"] += v
+		}
+	}
+	return out
+}
+
+// usage is the process's peak RSS (MiB) and CPU time (s) from /proc.
+func (rp *replicaProc) usage() (rssMiB, cpuSeconds float64) {
+	pid := rp.cmd.Process.Pid
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				rssMiB = kb / 1024
+			}
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command name (which is in parentheses).
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			f := strings.Fields(s[i+1:])
+			if len(f) > 13 {
+				ut, _ := strconv.ParseFloat(f[11], 64)
+				st, _ := strconv.ParseFloat(f[12], 64)
+				cpuSeconds = (ut + st) / 100 // USER_HZ
+			}
+		}
+	}
+	return rssMiB, cpuSeconds
+}
