@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -111,6 +112,43 @@ type PodConfig struct {
 type Pods struct {
 	cfg      PodConfig
 	resolver *Resolver
+	// written maps a pod key to the port this replica last committed for
+	// it (writtenPort), so that a reconcile running before the cache has
+	// the port does not write it again. Entries go on release.
+	written sync.Map
+}
+
+// writtenPort is a committed port: what it carried and when.
+type writtenPort struct {
+	fingerprint string
+	at          time.Time
+}
+
+// cacheLagTolerance is how long a committed port may be missing from the
+// cache before it is taken for gone and written again.
+const cacheLagTolerance = 30 * time.Second
+
+func (p *Pods) recentlyWritten(key, fingerprint string) bool {
+	v, ok := p.written.Load(key)
+	if !ok {
+		return false
+	}
+	w := v.(writtenPort)
+	return w.fingerprint == fingerprint && p.cfg.Now().Sub(w.at) < cacheLagTolerance
+}
+
+// portFingerprint is what a pod's port and routed phase were written from.
+func portFingerprint(subnet string, al ipam.Allocation, req Request, node string) string {
+	return fmt.Sprintf("%s|%s|%s|%v|%v|%v|%s|%s|%s|%s", subnet, al.Addresses, al.MAC, req.PortSecurity, req.Layer2Forward,
+		req.PortVIPs, req.NorthGateway, req.EIP, req.SNAT, node)
+}
+
+// alreadyRouted reports whether the pod's annotations say the routed phase
+// is done for these addresses on this subnet.
+func alreadyRouted(pod *corev1.Pod, subnet string, al ipam.Allocation) bool {
+	ann := pod.Annotations
+	return ann[DefaultKey(KeyRouted)] == "true" && ann[DefaultKey(KeyLogicalSwitch)] == subnet &&
+		ann[DefaultKey(KeyIPAddress)] == al.Addresses.String()
 }
 
 // NewPods checks cfg and returns the reconciler.
@@ -272,20 +310,32 @@ func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string,
 		return "allocate", fmt.Errorf("building port %s: %w", portName, err)
 	}
 	routed := pod.Spec.NodeName != ""
-	if routed {
+	// The routed phase runs once per address and node: its port group
+	// membership is a set mutation the trimmed cache cannot see, so
+	// redoing it on every pod event would cost a transaction each time.
+	if routed && !alreadyRouted(pod, sub.Name(), alloc) {
 		rops, err := p.routeOps(res.Subnet, pod, req, ref, alloc)
 		if err != nil {
 			return "allocate", err
 		}
 		ops = append(ops, rops...)
 	}
+	written := portFingerprint(sub.Name(), alloc, req, pod.Spec.NodeName)
+	if _, cached := p.cfg.NB.Port(portName); !cached && p.recentlyWritten(key, written) {
+		// This replica committed exactly this port a moment ago and the
+		// cache has not caught up with it yet: writing it again would
+		// fail on the port name's unique index.
+		ops = nil
+	}
 	if len(ops) > 0 {
 		if _, err := w.Submit(ctx, ops...); err != nil {
+			p.written.Delete(key)
 			if !errors.Is(err, ovn.ErrStaleEpoch) {
 				p.warn(pod, ReasonPort, err)
 			}
 			return "allocate", fmt.Errorf("writing port %s: %w", portName, err)
 		}
+		p.written.Store(key, writtenPort{fingerprint: written, at: p.cfg.Now()})
 	}
 
 	if p.cfg.IPRecords {

@@ -42,6 +42,7 @@ func (p *Pods) release(ctx context.Context, w ShardWriter, key string, pod *core
 			return fmt.Errorf("deleting ports of %s: %w", key, err)
 		}
 	}
+	p.written.Delete(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if p.cfg.IPRecords {
 		if err := p.deleteIPRecord(ctx, PortName(name, ns, DefaultProvider), pod); err != nil {
