@@ -38,6 +38,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
+	// Create both modes' series at zero now: rate() needs a sample before
+	// the first release, or a replica's first handoff never shows.
+	for _, mode := range []string{"handoff", "abandon"} {
+		m.releases.WithLabelValues(mode)
+		m.release.WithLabelValues(mode)
+	}
 	return m, nil
 }
 
