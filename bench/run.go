@@ -155,10 +155,10 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 		return sc, err
 	}
 	octx, stopObs := context.WithCancel(ctx)
-	defer stopObs()
+	// Shutdown waits for the informers, which stop only once octx ends.
+	defer func() { stopObs(); factory.Shutdown() }()
 	factory.Start(octx.Done())
 	factory.WaitForCacheSync(octx.Done())
-	defer factory.Shutdown()
 
 	var procs []*replicaProc
 	if sp.raw {

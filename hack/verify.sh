@@ -21,4 +21,5 @@ untracked=$(git ls-files --others --exclude-standard -- api deploy/crds ovn/nbdb
 if [ -n "$untracked" ]; then
 	echo "verify: make generate created untracked files:"; echo "$untracked"; fail=1
 fi
+[ $fail -eq 0 ] && echo "verify: ok"
 exit $fail

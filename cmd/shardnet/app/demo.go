@@ -159,10 +159,10 @@ func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replic
 		return err
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
+	// Shutdown waits for the informer, which stops only once watchCtx ends.
+	defer func() { stopWatch(); factory.Shutdown() }()
 	factory.Start(watchCtx.Done())
 	factory.WaitForCacheSync(watchCtx.Done())
-	defer factory.Shutdown()
 
 	fmt.Fprintf(out, "shardnet demo: creating %d pods on %d kwok nodes\n", pods, nodes)
 	start := time.Now()
