@@ -399,7 +399,9 @@ func (w *rawWriter) start(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	for range 32 {
+	// As many writers in flight as shardnet's default 64 shards x 4
+	// workers, so that the ceiling is the API server's, not the writer's.
+	for range 256 {
 		go func() {
 			for {
 				select {
