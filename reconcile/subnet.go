@@ -317,9 +317,7 @@ func (r *SubnetReconciler) RefreshStatus(ctx context.Context) error {
 			st.V6AvailableIPs == s.Status.V6AvailableIPs && st.V6UsingIPs == s.Status.V6UsingIPs {
 			continue
 		}
-		upd := s.DeepCopy()
-		upd.Status = st
-		if _, err := r.cfg.Shardnet.KubeovnV1().Subnets().UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		if err := r.writeCounters(ctx, s, st); err != nil {
 			errs = append(errs, fmt.Errorf("subnet %s status: %w", s.Name, err))
 		}
 	}
@@ -327,4 +325,29 @@ func (r *SubnetReconciler) RefreshStatus(ctx context.Context) error {
 		klog.FromContext(ctx).Error(errors.Join(errs...), "Writing subnet status")
 	}
 	return errors.Join(errs...)
+}
+
+// writeCounters writes the counters of st onto the Subnet. A conflict means
+// the cached copy is stale (the condition writer got there first): the
+// counters go onto the server's current copy once, rather than waiting for
+// a cache that may keep losing the race.
+func (r *SubnetReconciler) writeCounters(ctx context.Context, s *kubeovnv1.Subnet, st kubeovnv1.SubnetStatus) error {
+	client := r.cfg.Shardnet.KubeovnV1().Subnets()
+	upd := s.DeepCopy()
+	upd.Status = st
+	_, err := client.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	cur, err := client.Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cur.Status.V4AvailableIPs, cur.Status.V4UsingIPs = st.V4AvailableIPs, st.V4UsingIPs
+	cur.Status.V6AvailableIPs, cur.Status.V6UsingIPs = st.V6AvailableIPs, st.V6UsingIPs
+	_, err = client.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil // next round
+	}
+	return err
 }

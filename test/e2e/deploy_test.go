@@ -185,7 +185,9 @@ func TestDeployManifests(t *testing.T) {
 	// Nothing shardnet did was refused: a denied request would show up as
 	// a Forbidden in the replicas' retries, and the pods would not all be
 	// routed; check the subnet counters too (subnets/status).
-	waitFor(t, ctx, "subnet status written with the ServiceAccount", func() error {
+	sctx, scancel := context.WithTimeout(ctx, 90*time.Second)
+	defer scancel()
+	waitFor(t, sctx, "subnet status written with the ServiceAccount", func() error {
 		s, err := c.kube.Shardnet.KubeovnV1().Subnets().Get(ctx, "ovn-default", metav1.GetOptions{})
 		if err != nil {
 			return err

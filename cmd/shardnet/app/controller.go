@@ -2,20 +2,15 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/metrics"
@@ -62,44 +57,11 @@ func serveReplica(ctx context.Context, opts Options) error {
 			klog.ErrorS(err, "Flushing traces")
 		}
 	}()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := metrics.RegisterClientGo(reg); err != nil {
-		return err
-	}
-	r, err := NewReplica(ctx, opts, nil, reg)
+	s, err := NewServer(ctx, opts, nil)
 	if err != nil {
 		return err
 	}
-	var servers []*http.Server
-	if opts.MetricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		servers = append(servers, &http.Server{Addr: opts.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second})
-	}
-	if opts.HealthAddr != "" {
-		servers = append(servers, &http.Server{Addr: opts.HealthAddr, Handler: healthMux(r), ReadHeaderTimeout: 5 * time.Second})
-	}
-	errs := make(chan error, len(servers)+1)
-	for _, s := range servers {
-		l, err := net.Listen("tcp", s.Addr)
-		if err != nil {
-			return fmt.Errorf("listening on %s: %w", s.Addr, err)
-		}
-		go func() {
-			if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs <- err
-			}
-		}()
-	}
-	go func() { errs <- r.Run(ctx) }()
-	err = <-errs
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, s := range servers {
-		_ = s.Shutdown(shutdown)
-	}
-	return err
+	return s.Run(ctx)
 }
 
 // healthMux serves /healthz (the process runs its runtime) and /readyz

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,8 +17,8 @@ import (
 	"github.com/shardnet/shardnet/metrics"
 )
 
-// Server is a replica with its HTTP endpoints: /metrics on
-// Options.MetricsAddr and /healthz, /readyz on Options.HealthAddr (an
+// Server is a replica with its HTTP endpoints: /metrics and /debug/pprof/
+// on Options.MetricsAddr and /healthz, /readyz on Options.HealthAddr (an
 // empty address disables its endpoint), each replica with a registry of
 // its own, so that tests can run several in one process and scrape each.
 type Server struct {
@@ -44,6 +45,13 @@ func NewServer(ctx context.Context, opts Options, rc *rest.Config) (*Server, err
 	if opts.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		// Profiles for finding where a replica's time goes; served beside
+		// the metrics, never on the health port a kubelet probes.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		if s.metrics, err = s.listen(opts.MetricsAddr, mux); err != nil {
 			return nil, s.abort(err)
 		}
