@@ -116,6 +116,31 @@ type Pods struct {
 	// it (writtenPort), so that a reconcile running before the cache has
 	// the port does not write it again. Entries go on release.
 	written sync.Map
+	// allocs maps a pod key to the allocation this replica last made for
+	// it (allocatedClaims), for the moment before the claim informer has
+	// delivered the claims. Entries go on release.
+	allocs sync.Map
+}
+
+// allocatedClaims is an allocation this replica made, with its owner.
+type allocatedClaims struct {
+	owner v1alpha1.ClaimOwner
+	alloc ipam.Allocation
+	at    time.Time
+}
+
+// allocatedHere returns the allocation this replica made for the pod's
+// owner in subnet within the cache-lag tolerance, if any.
+func (p *Pods) allocatedHere(pod *corev1.Pod, owner v1alpha1.ClaimOwner, subnet string) (ipam.Allocation, bool) {
+	v, ok := p.allocs.Load(pod.Namespace + "/" + pod.Name)
+	if !ok {
+		return ipam.Allocation{}, false
+	}
+	a := v.(allocatedClaims)
+	if a.owner != owner || a.alloc.Subnet != subnet || p.cfg.Now().Sub(a.at) >= cacheLagTolerance {
+		return ipam.Allocation{}, false
+	}
+	return a.alloc, true
 }
 
 // writtenPort is a committed port: what it carried and when.
@@ -282,6 +307,16 @@ func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string,
 		if alloc, err = p.allocation(ctx, sub, shard, pod, owner, req, res, mine); err != nil {
 			return p.addressError(pod, err)
 		}
+		p.allocs.Store(key, allocatedClaims{owner: owner, alloc: alloc, at: p.cfg.Now()})
+		// Claims of this owner in this subnet that the allocation does not
+		// use (left by an attempt whose outcome was lost) go now.
+		for _, c := range mine {
+			if a, perr := netip.ParseAddr(c.Spec.Address); perr == nil && a.Unmap() != alloc.Addresses.V4 && a.Unmap() != alloc.Addresses.V6 {
+				if err := p.releaseClaim(ctx, c); err != nil {
+					return err
+				}
+			}
+		}
 		if err := p.checkStaticMatches(req, alloc); err != nil {
 			p.warn(pod, ReasonAddress, err)
 			return queue.Permanent(err)
@@ -393,6 +428,12 @@ func (p *Pods) allocation(ctx context.Context, sub *ipam.Subnet, shard int, pod 
 		if al, ok := allocationFromClaims(sub.Name(), mine); ok {
 			return al, nil
 		}
+	}
+	if al, ok := p.allocatedHere(pod, owner, sub.Name()); ok {
+		// This replica made the claims a moment ago and the informer has
+		// not delivered them all yet (the reconcile failed after claiming,
+		// at the port or the patch): allocating again would leak them.
+		return al, nil
 	}
 	for _, c := range mine {
 		// An incomplete set (one family of a dual-stack pair): start over.
