@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"github.com/shardnet/shardnet/internal/golden"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -199,49 +199,13 @@ func (sc *scenario) run(cmd string, args []string) string {
 }
 
 func runScenario(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	cfg, err := parseScenarioHeader(lines[0])
-	if err != nil {
-		t.Fatalf("%s: header %q: %v", file, lines[0], err)
-	}
-	store := newMemStore()
-	sc := &scenario{t: t, cfg: cfg, s: mustSubnet(t, cfg), store: store, claims: newClaims(t, store)}
-	var out strings.Builder
-	out.WriteString(lines[0] + "\n\n")
-	for i := 1; i < len(lines); {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" {
-			i++
-			continue
+	golden.Run(t, file, *rewrite, func(header string) golden.Runner {
+		cfg, err := parseScenarioHeader(header)
+		if err != nil {
+			t.Fatalf("%s: header %q: %v", file, header, err)
 		}
-		if strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			i++
-			continue
-		}
-		i++
-		var want []string
-		if i < len(lines) && lines[i] == "----" {
-			i++
-			for i < len(lines) && lines[i] != "" {
-				want = append(want, lines[i])
-				i++
-			}
-		}
-		fields := strings.Fields(line)
-		got := sc.run(fields[0], fields[1:])
-		if !*rewrite && got != strings.Join(want, "\n") {
-			t.Errorf("%s: %q:\ngot:\n%s\nwant:\n%s", file, line, got, strings.Join(want, "\n"))
-		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n\n", line, got)
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		store := newMemStore()
+		sc := &scenario{t: t, cfg: cfg, s: mustSubnet(t, cfg), store: store, claims: newClaims(t, store)}
+		return sc.run
+	})
 }

@@ -3,8 +3,8 @@ package shard
 import (
 	"flag"
 	"fmt"
+	"github.com/shardnet/shardnet/internal/golden"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -314,63 +314,27 @@ func TestScenarios(t *testing.T) {
 }
 
 func runScenario(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var shards int
-	var lease, renew time.Duration
-	for _, f := range strings.Fields(lines[0]) {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "shards":
-			shards, err = strconv.Atoi(v)
-		case "lease":
-			lease, err = time.ParseDuration(v)
-		case "renew":
-			renew, err = time.ParseDuration(v)
-		}
-		if err != nil {
-			t.Fatalf("%s: bad header %q: %v", file, lines[0], err)
-		}
-	}
-	if shards <= 0 || lease <= 0 || renew <= 0 || renew >= lease {
-		t.Fatalf("%s: header %q needs shards, lease and renew < lease", file, lines[0])
-	}
-	s := newSim(t, shards, lease, renew)
-	var out strings.Builder
-	out.WriteString(lines[0] + "\n\n")
-	for i := 1; i < len(lines); {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" {
-			i++
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			i++
-			continue
-		}
-		i++
-		var want []string
-		if i < len(lines) && lines[i] == "----" {
-			i++
-			for i < len(lines) && lines[i] != "" {
-				want = append(want, lines[i])
-				i++
+	golden.Run(t, file, *rewrite, func(header string) golden.Runner {
+		var shards int
+		var lease, renew time.Duration
+		var err error
+		for _, f := range strings.Fields(header) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "shards":
+				shards, err = strconv.Atoi(v)
+			case "lease":
+				lease, err = time.ParseDuration(v)
+			case "renew":
+				renew, err = time.ParseDuration(v)
+			}
+			if err != nil {
+				t.Fatalf("%s: bad header %q: %v", file, header, err)
 			}
 		}
-		fields := strings.Fields(line)
-		got := s.run(fields[0], fields[1:])
-		if !*rewrite && got != strings.Join(want, "\n") {
-			t.Errorf("%s: %q:\ngot:\n%s\nwant:\n%s", file, line, got, strings.Join(want, "\n"))
+		if shards <= 0 || lease <= 0 || renew <= 0 || renew >= lease {
+			t.Fatalf("%s: header %q needs shards, lease and renew < lease", file, header)
 		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n\n", line, got)
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return newSim(t, shards, lease, renew).run
+	})
 }
