@@ -36,6 +36,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	replicas := fs.Int("replicas", 3, "controller replicas")
 	nodes := fs.Int("nodes", 3, "kwok nodes")
 	keep := fs.Bool("keep", false, "keep running after the summary until interrupted")
+	embedded := fs.Bool("embedded-nb", false, "serve the Northbound in-process even when ovsdb-server is installed")
 	logFile := fs.String("log", "", "write the replicas' logs to this file (default: discard)")
 	verbosity := fs.String("v", "0", "log verbosity for --log")
 	if err := fs.Parse(args); err != nil {
@@ -70,7 +71,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer env.Close()
-	err = env.Run(func() error { return demo(ctx, env, stdout, *pods, *replicas, *nodes, *keep) })
+	err = env.Run(func() error { return demo(ctx, env, stdout, *pods, *replicas, *nodes, *keep, *embedded) })
 	if err != nil {
 		fmt.Fprintf(stderr, "shardnet demo: %v\n", err)
 		return 1
@@ -78,16 +79,16 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replicas, nodes int, keep bool) error {
+func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replicas, nodes int, keep, embedded bool) error {
 	fmt.Fprintln(out, "shardnet demo: starting etcd, kube-apiserver and kwok ...")
 	kube := harness.StartKube(env)
 	kube.StartKwok(env)
 	var nb *harness.NB
-	if harness.HaveOVSDBServer() {
+	if harness.HaveOVSDBServer() && !embedded {
 		fmt.Fprintln(out, "shardnet demo: starting ovsdb-server (OVN Northbound) ...")
 		nb = harness.StartNB(env)
 	} else {
-		fmt.Fprintln(out, "shardnet demo: ovsdb-server not installed; serving the Northbound in-process")
+		fmt.Fprintln(out, "shardnet demo: serving the Northbound in-process (libovsdb; ovsdb-server not installed or -embedded-nb)")
 		nb = harness.StartEmbeddedNB(env)
 	}
 	for i := range nodes {
