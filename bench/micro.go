@@ -43,7 +43,7 @@ func parseBench(s string) []Micro {
 		}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
+			if err != nil || f[i+1] == "B/op" || f[i+1] == "allocs/op" {
 				continue
 			}
 			out = append(out, Micro{Name: f[0], Value: v, Unit: f[i+1]})
