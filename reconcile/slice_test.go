@@ -64,7 +64,7 @@ func startSlice(t *testing.T) *slice {
 	}
 	t.Cleanup(nb.Close)
 	s.nb = nb
-	s.view = fullView(t, ctx, nbServer.Endpoint)
+	s.view = harness.NBView(t, client.WithEndpoint(nbServer.Endpoint))
 	if err := nb.TakeOver(ctx, 0, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -457,27 +457,6 @@ func waitEmpty(t *testing.T, ctx context.Context, s *slice) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// fullView connects a client that monitors the whole database.
-func fullView(t *testing.T, ctx context.Context, endpoint string) client.Client {
-	t.Helper()
-	m, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewOVSDBClient(m, client.WithEndpoint(endpoint))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	if _, err := c.MonitorAll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // waitView polls check until it passes or ctx ends.

@@ -43,7 +43,7 @@ func startCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, kube: harness.StartKube(t), replicas: map[string]*runningReplica{}}
 	c.kube.StartKwok(t)
 	c.nb = harness.StartNB(t)
-	c.view = fullView(t, c.nb.Endpoint)
+	c.view = harness.NBView(t, client.WithEndpoint(c.nb.Endpoint))
 	if _, err := c.kube.Client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shardnet-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -195,28 +195,6 @@ func (c *cluster) waitRouted(ctx context.Context, ns string, want int) []corev1.
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-func fullView(t *testing.T, endpoint string) client.Client {
-	t.Helper()
-	m, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := client.NewOVSDBClient(m, client.WithEndpoint(endpoint))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := v.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
-	if _, err := v.MonitorAll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // ports returns the pod ports of the Northbound by name.

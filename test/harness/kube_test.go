@@ -113,7 +113,7 @@ func TestKubeKwokPods(t *testing.T) {
 		}
 	}
 
-	c := nbClient(t, ctx, client.WithEndpoint(nb.Endpoint))
+	c := NBView(t, client.WithEndpoint(nb.Endpoint))
 	if err := insertPort(ctx, c, "kwok-pod-port"); err != nil {
 		t.Fatalf("inserting port: %v", err)
 	}

@@ -14,26 +14,6 @@ import (
 	"github.com/shardnet/shardnet/ovn/nbdb"
 )
 
-func nbClient(t *testing.T, ctx context.Context, opts ...client.Option) client.Client {
-	t.Helper()
-	dbModel, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewOVSDBClient(dbModel, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Connect(ctx); err != nil {
-		t.Fatalf("connecting to NB: %v", err)
-	}
-	t.Cleanup(c.Close)
-	if _, err := c.MonitorAll(ctx); err != nil {
-		t.Fatalf("monitor: %v", err)
-	}
-	return c
-}
-
 // insertPort writes one Logical_Switch_Port, and the Logical_Switch that
 // holds it (ports are not root rows: an unreferenced port is collected),
 // through the generated models, and returns the transaction error, if any.
@@ -67,7 +47,7 @@ func TestStandaloneNBRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, endpoint := range []string{nb.Endpoint, nb.Unix} {
-		c := nbClient(t, ctx, client.WithEndpoint(endpoint))
+		c := NBView(t, client.WithEndpoint(endpoint))
 		name := "port-" + endpoint[:3]
 		if err := insertPort(ctx, c, name); err != nil {
 			t.Fatalf("insert via %s: %v", endpoint, err)
@@ -104,7 +84,7 @@ func TestRAFTLeaderFailover(t *testing.T) {
 	for _, e := range cluster.Endpoints {
 		opts = append(opts, client.WithEndpoint(e))
 	}
-	c := nbClient(t, ctx, opts...)
+	c := NBView(t, opts...)
 	if err := insertPort(ctx, c, "before"); err != nil {
 		t.Fatalf("insert before failover: %v", err)
 	}

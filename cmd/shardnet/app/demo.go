@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
 )
@@ -235,7 +237,7 @@ func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replic
 	}
 	mu.Unlock()
 	slices.Sort(lat)
-	dups, mismatched, err := demoCheck(ctx, kube, nb)
+	dups, mismatched, err := demoCheck(ctx, env, kube, nb)
 	if err != nil {
 		return err
 	}
@@ -277,16 +279,12 @@ func demoOptions(identity, nb string) Options {
 
 // demoCheck counts addresses annotated on two pods and pods whose port
 // disagrees with their annotations.
-func demoCheck(ctx context.Context, kube *harness.Kube, nb *harness.NB) (dups, mismatched int, err error) {
+func demoCheck(ctx context.Context, env *harness.Program, kube *harness.Kube, nb *harness.NB) (dups, mismatched int, err error) {
 	list, err := kube.Client.CoreV1().Pods("demo").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
-	c, err := newNBView(ctx, nb.Endpoint)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer c.close()
+	view := harness.NBView(env, client.WithEndpoint(nb.Endpoint))
 	seen := map[string]bool{}
 	for _, p := range list.Items {
 		ann := p.Annotations
@@ -298,7 +296,8 @@ func demoCheck(ctx context.Context, kube *harness.Kube, nb *harness.NB) (dups, m
 			seen[ls+"/"+ip] = true
 		}
 		want := strings.Join(append([]string{mac}, strings.Split(ips, ",")...), " ")
-		if got := c.addresses(reconcile.PortName(p.Name, p.Namespace, reconcile.DefaultProvider)); got != want {
+		port := &nbdb.LogicalSwitchPort{Name: reconcile.PortName(p.Name, p.Namespace, reconcile.DefaultProvider)}
+		if err := view.Get(ctx, port); err != nil || len(port.Addresses) != 1 || port.Addresses[0] != want {
 			mismatched++
 		}
 	}
