@@ -640,3 +640,57 @@ func TestTrackReportsUnreadableClaims(t *testing.T) {
 		t.Fatal("a valid name must be its own label value")
 	}
 }
+
+// A create that commits on the server but reports an error to the client
+// (a timeout) frees its bit after the claim's own informer event set it:
+// the claim exists and its bit is clear. Repair puts it back; a claim that
+// is gone by the time Repair checks again leaves nothing held.
+func TestSubnetRepairLostBits(t *testing.T) {
+	ctx := context.Background()
+	s := mustSubnet(t, SubnetConfig{Name: "n", CIDRBlock: "10.0.0.0/24", Shards: 1})
+	a := mustAddrNoT("10.0.0.40")
+	store := newMemStore()
+	c := newClaims(t, store)
+	if _, err := c.Track(s, listerOf(t, nil)); err != nil {
+		t.Fatal(err)
+	}
+	timeout := errors.New("context deadline exceeded")
+	store.afterCreate = func(cl *v1alpha1.AddressClaim) error {
+		c.EventHandler().OnAdd(cl, false) // the informer is faster than the reply
+		return timeout
+	}
+	if _, err := c.AllocateStatic(ctx, s, Addresses{V4: a}, 0, Request{Owner: pod("a")}); !errors.Is(err, timeout) {
+		t.Fatalf("AllocateStatic: %v, want the create error", err)
+	}
+	if _, ok := store.has("n", a.String()); !ok {
+		t.Fatal("the create did not commit")
+	}
+	if !s.IsFree(a) {
+		t.Fatal("the undo did not clear the bit: the test no longer shows the race")
+	}
+	before := s.Usage()[0].Used
+	present := func(cl *v1alpha1.AddressClaim) bool { _, ok := store.has(cl.Spec.Subnet, cl.Spec.Address); return ok }
+	if n := s.Repair(store.list(), present); n != 1 {
+		t.Fatalf("Repair marked %d, want 1", n)
+	}
+	if s.IsFree(a) || s.Usage()[0].Used != before+1 {
+		t.Fatal("Repair left the claimed address free")
+	}
+	if n := s.Repair(store.list(), present); n != 0 {
+		t.Fatalf("a second Repair marked %d, want 0", n)
+	}
+
+	// A claim listed but deleted before the re-check: the bit is not kept.
+	b := mustAddrNoT("10.0.0.41")
+	stale := store.put("n", b.String(), pod("b"), "")
+	if n := s.Repair([]*v1alpha1.AddressClaim{stale}, func(*v1alpha1.AddressClaim) bool { return false }); n != 0 || !s.IsFree(b) {
+		t.Fatalf("Repair of a vanished claim marked %d, free=%v", n, s.IsFree(b))
+	}
+	// Claims of other subnets and unreadable addresses are skipped.
+	other := store.put("m", "10.0.0.42", pod("c"), "")
+	bad := other.DeepCopy()
+	bad.Spec.Subnet, bad.Spec.Address = "n", "not-an-address"
+	if n := s.Repair([]*v1alpha1.AddressClaim{other, bad}, present); n != 0 || !s.IsFree(mustAddrNoT("10.0.0.42")) {
+		t.Fatalf("Repair marked %d for foreign or unreadable claims", n)
+	}
+}

@@ -147,3 +147,38 @@ func (c *Claims) onClaim(obj any, present bool) {
 		s.forget(claim)
 	}
 }
+
+// Repair marks in s the address of every claim of s whose bit is clear, and
+// returns how many it marked. The bitmap is a cache of the claims: a local
+// undo that raced the claim's own informer event (a create that timed out
+// on the client but committed on the server, a release racing a new claim
+// of the same address) can clear the bit of an address that is still
+// claimed. Such a bit costs no duplicate (the next create of that name
+// fails), but it hides the address from the counters; Repair, run every
+// few seconds over the informer's claims, puts it back.
+//
+// present is asked again after a bit was set: a claim deleted meanwhile
+// (whose delete event may already have run) has its bit cleared again, so
+// Repair cannot leave an address held that nobody claims.
+func (s *Subnet) Repair(claims []*v1alpha1.AddressClaim, present func(*v1alpha1.AddressClaim) bool) int {
+	n := 0
+	for _, c := range claims {
+		if c.Spec.Subnet != s.name {
+			continue
+		}
+		a, err := netip.ParseAddr(c.Spec.Address)
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		if !s.IsFree(a) || !s.Mark(a) {
+			continue
+		}
+		if !present(c) {
+			s.Release(one(a))
+			continue
+		}
+		n++
+	}
+	return n
+}

@@ -21,7 +21,10 @@ type memStore struct {
 	// Hooks, called without mu held; a non-nil error is returned as is.
 	beforeCreate func(name string) error
 	beforeDelete func(name string) error
-	creates      int
+	// afterCreate runs once a create has committed; its error is what
+	// the caller sees (a reply lost after the write).
+	afterCreate func(c *v1alpha1.AddressClaim) error
+	creates     int
 }
 
 var _ ClaimStore = (*memStore)(nil)
@@ -44,6 +47,14 @@ func (m *memStore) Create(_ context.Context, c *v1alpha1.AddressClaim) (*v1alpha
 	out := c.DeepCopy()
 	out.UID = types.UID(fmt.Sprintf("uid-%d", m.next))
 	m.claims[c.Name] = out
+	if m.afterCreate != nil {
+		m.mu.Unlock()
+		err := m.afterCreate(out.DeepCopy())
+		m.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	return out.DeepCopy(), nil
 }
 

@@ -24,6 +24,7 @@ type Metrics struct {
 	gcRemovals        prometheus.Counter
 	ipamUsed          *prometheus.GaugeVec
 	ipamFree          *prometheus.GaugeVec
+	ipamRepairs       prometheus.Counter
 	leader            prometheus.Gauge
 }
 
@@ -74,12 +75,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ipamFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shardnet_ipam_addresses_free", Help: "Addresses a dynamic allocation could still return, per subnet and family.",
 		}, []string{"subnet", "family"}),
+		ipamRepairs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardnet_ipam_bitmap_repairs_total", Help: "Claimed addresses found free in this replica's bitmap and marked again.",
+		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shardnet_leader", Help: "1 while this replica is the leader.",
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconciles, m.annotated, m.batchRequests, m.batchOps,
-		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.leader} {
+		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.ipamRepairs, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -114,6 +118,10 @@ func (m *Metrics) ObserveSplit(int) { m.splits.Inc() }
 
 // Collected counts keys the garbage collector handed to their shards.
 func (m *Metrics) Collected(n int) { m.gcRemovals.Add(float64(n)) }
+
+// BitmapRepaired counts claimed addresses a bitmap had lost and that were
+// marked again (reconcile.Subnets.Refresh).
+func (m *Metrics) BitmapRepaired(n uint64) { m.ipamRepairs.Add(float64(n)) }
 
 // SetLeader records whether this replica leads.
 func (m *Metrics) SetLeader(leader bool) {

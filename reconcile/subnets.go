@@ -5,11 +5,15 @@ import (
 	"net/netip"
 	"reflect"
 	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/klog/v2"
 
 	listers "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
 )
 
@@ -31,6 +35,8 @@ type Subnets struct {
 	// entries is by subnet name; an entry with a nil subnet records a spec
 	// that could not be built, with its error.
 	entries map[string]*subnetEntry
+	// repaired counts the bits Refresh marked again (see Repaired).
+	repaired atomic.Uint64
 }
 
 type subnetEntry struct {
@@ -128,8 +134,15 @@ func (r *Subnets) HasFree(name string) bool {
 }
 
 // Refresh takes a new usage snapshot of every subnet and returns them by
-// subnet name. It scans every bitmap: call it every few seconds, not per
-// pod.
+// subnet name. It scans every bitmap and the claim cache once: call it
+// every few seconds, not per pod.
+//
+// The claims are the truth the bitmaps cache. Refresh first repairs every
+// bitmap from them (Subnet.Repair: a claimed address whose bit a local
+// undo cleared is marked again), then reports each family's Used as the
+// number of claims in it, so that the counters equal the addresses pods
+// hold even while a bitmap is briefly behind. Available stays the bitmap's
+// count of positions a dynamic pick could still return.
 func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	r.mu.RLock()
 	entries := make(map[string]*subnetEntry, len(r.entries))
@@ -137,12 +150,50 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 		entries[k] = e
 	}
 	r.mu.RUnlock()
+
+	bySubnet := map[string][]*v1alpha1.AddressClaim{}
+	if r.lister != nil {
+		all, err := r.lister.List(labels.Everything())
+		if err != nil {
+			klog.Background().Error(err, "Listing address claims for the subnet counters")
+		}
+		for _, c := range all {
+			bySubnet[c.Spec.Subnet] = append(bySubnet[c.Spec.Subnet], c)
+		}
+	}
+	present := func(c *v1alpha1.AddressClaim) bool {
+		cur, err := r.lister.Get(c.Name)
+		return err == nil && cur.UID == c.UID
+	}
+
 	out := make(map[string][]ipam.FamilyUsage, len(entries))
 	for name, e := range entries {
 		if e.subnet == nil {
 			continue
 		}
+		claims := bySubnet[name]
+		if n := e.subnet.Repair(claims, present); n > 0 {
+			r.repaired.Add(uint64(n))
+			klog.Background().Info("Marked claimed addresses the bitmap had lost", "subnet", name, "addresses", n)
+		}
 		u := e.subnet.Usage()
+		if r.lister != nil {
+			var v4, v6 uint64
+			for _, c := range claims {
+				if a, err := netip.ParseAddr(c.Spec.Address); err == nil && a.Unmap().Is4() {
+					v4++
+				} else if err == nil {
+					v6++
+				}
+			}
+			for i := range u {
+				if u[i].Family == "IPv4" {
+					u[i].Used = v4
+				} else {
+					u[i].Used = v6
+				}
+			}
+		}
 		out[name] = u
 		r.mu.Lock()
 		if r.entries[name] == e {
@@ -152,6 +203,10 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	}
 	return out
 }
+
+// Repaired is how many claimed addresses Refresh has found missing from a
+// bitmap and marked again since the registry was made.
+func (r *Subnets) Repaired() uint64 { return r.repaired.Load() }
 
 // Names are the subnets in the registry.
 func (r *Subnets) Names() []string {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/cmd/shardnet/app"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/reconcile"
@@ -232,6 +234,14 @@ func (c *cluster) checkPods(ctx context.Context, pods []corev1.Pod) {
 
 func (c *cluster) checkPodsOnce(ctx context.Context, pods []corev1.Pod) error {
 	ports := c.ports(ctx)
+	claimList, err := c.kube.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	claims := make(map[string]v1alpha1.ClaimOwner, len(claimList.Items))
+	for _, cl := range claimList.Items {
+		claims[cl.Name] = cl.Spec.Owner
+	}
 	owner := map[string]string{}
 	for _, p := range pods {
 		key := p.Namespace + "/" + p.Name
@@ -244,6 +254,14 @@ func (c *cluster) checkPodsOnce(ctx context.Context, pods []corev1.Pod) error {
 				c.t.Fatalf("duplicate address: %s/%s is annotated on %s and %s", ls, ip, other, key)
 			}
 			owner[ls+"/"+ip] = key
+			// Every annotated address is held by a claim of this pod.
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				c.t.Fatalf("%s is annotated with %q: %v", key, ip, err)
+			}
+			if o, ok := claims[v1alpha1.ClaimName(ls, a)]; !ok || o.Namespace != p.Namespace || o.Name != p.Name {
+				return fmt.Errorf("address %s/%s of %s is claimed by %+v (claimed: %v)", ls, ip, key, o, ok)
+			}
 		}
 		port, ok := ports[reconcile.PortName(p.Name, p.Namespace, reconcile.DefaultProvider)]
 		if !ok {

@@ -216,6 +216,7 @@ func (r *Replica) leaderLoop(ctx context.Context) {
 	tick := time.NewTicker(r.opts.StatusInterval)
 	defer tick.Stop()
 	leading := false
+	var repaired uint64
 	check := time.NewTicker(200 * time.Millisecond)
 	defer check.Stop()
 	for {
@@ -238,6 +239,10 @@ func (r *Replica) leaderLoop(ctx context.Context) {
 				_ = r.subnets.RefreshStatus(ctx)
 			}
 			r.met.SetUsage(r.caches.Registry.Refresh())
+			if n := r.caches.Registry.Repaired(); n > repaired {
+				r.met.BitmapRepaired(n - repaired)
+				repaired = n
+			}
 		}
 	}
 }
