@@ -140,7 +140,7 @@ func (r *Subnets) HasFree(name string) bool {
 // The claims are the truth the bitmaps cache. Refresh first repairs every
 // bitmap from them (Subnet.Repair: a claimed address whose bit a local
 // undo cleared is marked again), then reports each family's Used as the
-// number of claims in it, so that the counters equal the addresses pods
+// number of claims in it plus the node addresses it holds, so that the counters equal the addresses pods
 // hold even while a bitmap is briefly behind. Available stays the bitmap's
 // count of positions a dynamic pick could still return.
 func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
@@ -178,11 +178,20 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 		}
 		u := e.subnet.Usage()
 		if r.lister != nil {
+			// The node addresses inside the subnet are held too (never
+			// handed to a pod), so used and available still add up to the
+			// usable positions.
 			var v4, v6 uint64
+			addrs := make([]netip.Addr, 0, len(claims)+len(e.nodeIPs))
 			for _, c := range claims {
-				if a, err := netip.ParseAddr(c.Spec.Address); err == nil && a.Unmap().Is4() {
+				if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
+					addrs = append(addrs, a.Unmap())
+				}
+			}
+			for _, a := range append(addrs, e.nodeIPs...) {
+				if a.Unmap().Is4() {
 					v4++
-				} else if err == nil {
+				} else {
 					v6++
 				}
 			}
