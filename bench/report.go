@@ -46,6 +46,14 @@ func Markdown(r *Result) string {
 	fmt.Fprintf(&b, "- shardnet (1 replica) / raw API ceiling: **%.2f**\n", r.Ratios.OneReplicaVsRaw)
 	fmt.Fprintf(&b, "- batched / baseline (one shard, one NB transaction per pod): **%.2f**\n", r.Ratios.BatchedVsBaseline)
 	fmt.Fprintf(&b, "- shardnet (3 replicas) / kube-ovn's 20 pods/s: **%.1fx** (goal >= 15x)\n", r.Ratios.VsKubeOVN)
+	if half, ok := r.Scenario(HalfRateScenario); ok {
+		fmt.Fprintf(&b, "- p99 create-to-routed at half the 3-replica rate (%.0f pods/s): **%.0f ms** (goal <= %d ms",
+			half.CreateRate, half.P99, HalfRateP99GoalMs)
+		if half.P99 > HalfRateP99GoalMs {
+			fmt.Fprintf(&b, ", missed by %.0f ms", half.P99-HalfRateP99GoalMs)
+		}
+		b.WriteString(")\n")
+	}
 	if r.Ratios.ShardnetVsRaw < 0.85 {
 		fmt.Fprintf(&b, "\nThe 0.85 goal is missed by %.0f%%: see the CPU column and a pprof of a replica (`go tool pprof http://<metrics-addr>/debug/pprof/profile`) for where the time goes.\n",
 			(0.85-r.Ratios.ShardnetVsRaw)/0.85*100)

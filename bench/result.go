@@ -23,6 +23,8 @@ type Scenario struct {
 	Replicas int    `json:"replicas"`
 	Shards   int    `json:"shards"`
 	Batching bool   `json:"batching"`
+	// CreateRate is the paced create rate (pods/s); 0 means full speed.
+	CreateRate float64 `json:"createRate,omitempty"`
 	// PodsPerSecond is N over the time from the first create to the last
 	// pod annotated (routed, for shardnet).
 	PodsPerSecond float64 `json:"podsPerSecond"`
@@ -56,6 +58,9 @@ type Ratios struct {
 	// VsKubeOVN is the 3-replica throughput over 20 pods/s, the rate
 	// kube-ovn reaches under kwok.
 	VsKubeOVN float64 `json:"vsKubeOVN"`
+	// HalfRateP99Ms is the p99 create-to-routed latency (ms) of the
+	// scenario paced at half the 3-replica rate; 0 when it did not run.
+	HalfRateP99Ms float64 `json:"halfRateP99ms,omitempty"`
 }
 
 // Micro is one micro-benchmark ratio.
@@ -67,6 +72,10 @@ type Micro struct {
 
 // KubeOVNPodsPerSecond is what kube-ovn's controller reaches under kwok.
 const KubeOVNPodsPerSecond = 20
+
+// HalfRateP99GoalMs is the goal for the p99 create-to-routed latency at
+// half the maximum rate.
+const HalfRateP99GoalMs = 250
 
 // Scenario returns the named scenario.
 func (r *Result) Scenario(name string) (Scenario, bool) {
@@ -94,6 +103,9 @@ func (r *Result) computeRatios() {
 		OneReplicaVsRaw:   div(one.PodsPerSecond, raw.PodsPerSecond),
 		BatchedVsBaseline: div(three.PodsPerSecond, base.PodsPerSecond),
 		VsKubeOVN:         three.PodsPerSecond / KubeOVNPodsPerSecond,
+	}
+	if half, ok := r.Scenario(HalfRateScenario); ok {
+		r.Ratios.HalfRateP99Ms = half.P99
 	}
 }
 

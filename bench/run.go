@@ -54,7 +54,14 @@ type spec struct {
 	replicas int
 	shards   int
 	batching bool
+	// rate paces the creates (pods/s); 0 creates at full speed.
+	rate float64
 }
+
+// HalfRateScenario is the scenario that creates pods at half the rate the
+// 3-replica scenario reached, for the latency a cluster sees below its
+// ceiling.
+const HalfRateScenario = "shardnet-3-half"
 
 // Run measures every scenario and writes the result files.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -84,6 +91,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod, %.3f NB txns/pod\n",
 			sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.NBTransactionsPerPod)
+		res.Scenarios = append(res.Scenarios, sc)
+	}
+	if three, ok := res.Scenario("shardnet-3"); ok && three.PodsPerSecond > 0 {
+		sp := spec{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: three.PodsPerSecond / 2}
+		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods at %.0f pods/s ...\n", sp.name, cfg.Pods, sp.rate)
+		sc, err := runScenario(ctx, cfg, sp)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sp.name, err)
+		}
+		fmt.Fprintf(cfg.Progress, "bench: %s: p50 %.0fms p95 %.0fms p99 %.0fms at %.0f pods/s\n",
+			sp.name, sc.P50, sc.P95, sc.P99, sc.CreateRate)
 		res.Scenarios = append(res.Scenarios, sc)
 	}
 	res.computeRatios()
@@ -119,7 +137,7 @@ func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
 const benchNS = "bench"
 
 func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Scenario, error) {
-	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching}
+	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching, CreateRate: sp.rate}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	kube := harness.StartKube(p)
@@ -183,7 +201,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	start := time.Now()
 	obs.start(start)
 	stopTimeline := obs.sampleTimeline(250 * time.Millisecond)
-	if err := createPods(ctx, kube, cfg.Pods, nodes, obs); err != nil {
+	if err := createPods(ctx, kube, cfg.Pods, nodes, sp.rate, obs); err != nil {
 		return sc, err
 	}
 	if err := obs.wait(ctx); err != nil {
@@ -337,16 +355,26 @@ func pctl(sorted []float64, p int) float64 {
 	return sorted[i]
 }
 
-// createPods creates n pods at full speed (64 at a time) spread over the
-// nodes, recording each create time.
-func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, obs *observer) error {
+// createPods creates n pods spread over the nodes, recording each create
+// time: at full speed (64 at a time) when rate is 0, else pod i is sent at
+// i/rate seconds from the start (still at most 64 in flight).
+func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, rate float64, obs *observer) error {
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
 	var first error
 	var once sync.Once
+	start := time.Now()
 	for i := range n {
 		if ctx.Err() != nil {
 			break
+		}
+		if rate > 0 {
+			if d := time.Until(start.Add(sendOffset(i, rate))); d > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+			}
 		}
 		wg.Add(1)
 		sem <- struct{}{}
@@ -368,6 +396,11 @@ func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, obs *obse
 	}
 	wg.Wait()
 	return first
+}
+
+// sendOffset is when pod i of a paced run is sent, from the first.
+func sendOffset(i int, rate float64) time.Duration {
+	return time.Duration(float64(i) / rate * float64(time.Second))
 }
 
 // rawWriter does shardnet's API writes per pod and nothing else: a claim,

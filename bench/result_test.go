@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSendOffsetPaces(t *testing.T) {
+	if got := sendOffset(0, 50); got != 0 {
+		t.Fatalf("first pod sent at %v, want 0", got)
+	}
+	if got := sendOffset(100, 50); got != 2*time.Second {
+		t.Fatalf("pod 100 at 50 pods/s sent at %v, want 2s", got)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	sorted := make([]float64, 100)
+	for i := range sorted {
+		sorted[i] = float64(i + 1)
+	}
+	for p, want := range map[int]float64{50: 50, 95: 95, 99: 99, 100: 100} {
+		if got := pctl(sorted, p); got != want {
+			t.Errorf("p%d = %v, want %v", p, got, want)
+		}
+	}
+	if pctl(nil, 99) != 0 || pctl([]float64{7}, 50) != 7 {
+		t.Error("percentile of an empty or one-element list")
+	}
+}
+
+func TestRatiosReportAndCheck(t *testing.T) {
+	r := &Result{Pods: 1000, Scenarios: []Scenario{
+		{Name: "raw", PodsPerSecond: 200},
+		{Name: "shardnet-1", PodsPerSecond: 150},
+		{Name: "shardnet-3", PodsPerSecond: 180},
+		{Name: "baseline", PodsPerSecond: 120},
+	}}
+	r.computeRatios()
+	if r.Ratios.ShardnetVsRaw != 0.9 || r.Ratios.OneReplicaVsRaw != 0.75 || r.Ratios.BatchedVsBaseline != 1.5 || r.Ratios.VsKubeOVN != 9 {
+		t.Fatalf("ratios %+v", r.Ratios)
+	}
+	if r.Ratios.HalfRateP99Ms != 0 || strings.Contains(Markdown(r), "half the 3-replica rate") {
+		t.Fatal("a half-rate figure without the half-rate scenario")
+	}
+	r.Scenarios = append(r.Scenarios, Scenario{Name: HalfRateScenario, CreateRate: 90, P99: 400})
+	r.computeRatios()
+	if r.Ratios.HalfRateP99Ms != 400 {
+		t.Fatalf("half-rate p99 %v, want 400", r.Ratios.HalfRateP99Ms)
+	}
+	md := Markdown(r)
+	for _, want := range []string{"| shardnet-3 |", "**0.90** (goal >= 0.85)", "(90 pods/s): **400 ms** (goal <= 250 ms, missed by 150 ms)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+
+	if got := Check(r, Thresholds{ShardnetVsRaw: 0.5, OneReplicaVsRaw: 0.4, BatchedVsBaseline: 0.7}); len(got) != 0 {
+		t.Fatalf("Check within bounds = %q", got)
+	}
+	got := Check(r, Thresholds{ShardnetVsRaw: 0.95, OneReplicaVsRaw: 0.4, BatchedVsBaseline: 2})
+	if len(got) != 2 || !strings.Contains(got[0], "3 replicas") || !strings.Contains(got[1], "batched / baseline") {
+		t.Fatalf("Check below bounds = %q", got)
+	}
+}
