@@ -163,7 +163,7 @@ func startSlice(t *testing.T) *slice {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				_ = s.subnets.RefreshStatus(ctx)
+				_ = s.subnets.RefreshStatus(ctx, s.caches.Registry.Refresh())
 			}
 		}
 	}()

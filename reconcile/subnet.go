@@ -289,11 +289,10 @@ func (r *SubnetReconciler) setCondition(ctx context.Context, s *kubeovnv1.Subnet
 	return err
 }
 
-// RefreshStatus writes every Subnet's address counters where they changed
-// since the status last written. It scans each subnet's bitmap once: run it
-// every few seconds, never per pod.
-func (r *SubnetReconciler) RefreshStatus(ctx context.Context) error {
-	usage := r.cfg.Registry.Refresh()
+// RefreshStatus writes every Subnet's address counters, from usage (the
+// registry's Refresh), where they changed since the status last written.
+// Run it every few seconds, never per pod.
+func (r *SubnetReconciler) RefreshStatus(ctx context.Context, usage map[string][]ipam.FamilyUsage) error {
 	subnets, err := r.cfg.Subnets.List(labels.Everything())
 	if err != nil {
 		return err

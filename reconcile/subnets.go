@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
-
 	"k8s.io/klog/v2"
 
 	listers "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
@@ -140,9 +139,10 @@ func (r *Subnets) HasFree(name string) bool {
 // The claims are the truth the bitmaps cache. Refresh first repairs every
 // bitmap from them (Subnet.Repair: a claimed address whose bit a local
 // undo cleared is marked again), then reports each family's Used as the
-// number of claims in it plus the node addresses it holds, so that the counters equal the addresses pods
-// hold even while a bitmap is briefly behind. Available stays the bitmap's
-// count of positions a dynamic pick could still return.
+// number of claims in it plus the node addresses it holds, so that the
+// counters equal the addresses held even while a bitmap is briefly behind.
+// Available stays the bitmap's count of positions a dynamic pick could
+// still return.
 func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	r.mu.RLock()
 	entries := make(map[string]*subnetEntry, len(r.entries))
@@ -181,25 +181,27 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 			// The node addresses inside the subnet are held too (never
 			// handed to a pod), so used and available still add up to the
 			// usable positions.
-			var v4, v6 uint64
-			addrs := make([]netip.Addr, 0, len(claims)+len(e.nodeIPs))
-			for _, c := range claims {
-				if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
-					addrs = append(addrs, a.Unmap())
+			var held [2]uint64 // IPv4, IPv6
+			count := func(a netip.Addr) {
+				if a.Unmap().Is4() {
+					held[0]++
+				} else {
+					held[1]++
 				}
 			}
-			for _, a := range append(addrs, e.nodeIPs...) {
-				if a.Unmap().Is4() {
-					v4++
-				} else {
-					v6++
+			for _, c := range claims {
+				if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
+					count(a)
 				}
+			}
+			for _, a := range e.nodeIPs {
+				count(a)
 			}
 			for i := range u {
 				if u[i].Family == "IPv4" {
-					u[i].Used = v4
+					u[i].Used = held[0]
 				} else {
-					u[i].Used = v6
+					u[i].Used = held[1]
 				}
 			}
 		}

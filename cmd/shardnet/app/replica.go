@@ -235,10 +235,11 @@ func (r *Replica) leaderLoop(ctx context.Context) {
 			if !r.caches.Synced() {
 				continue
 			}
+			usage := r.caches.Registry.Refresh()
 			if leading {
-				_ = r.subnets.RefreshStatus(ctx)
+				_ = r.subnets.RefreshStatus(ctx, usage)
 			}
-			r.met.SetUsage(r.caches.Registry.Refresh())
+			r.met.SetUsage(usage)
 			if n := r.caches.Registry.Repaired(); n > repaired {
 				r.met.BitmapRepaired(n - repaired)
 				repaired = n
