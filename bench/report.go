@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -53,6 +54,25 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, ", missed by %.0f ms", half.P99-HalfRateP99GoalMs)
 		}
 		b.WriteString(")\n")
+	}
+	if three, ok := r.Scenario("shardnet-3"); ok && len(three.PeakRSSMiB) > 0 {
+		peak := slices.Max(three.PeakRSSMiB)
+		if three.Restart != nil && len(three.Restart.PeakRSSMiB) > 0 {
+			peak = max(peak, slices.Max(three.Restart.PeakRSSMiB))
+		}
+		fmt.Fprintf(&b, "- peak RSS of a replica (3 replicas, %d pods, restart included): **%.0f MiB** (goal <= %d MiB at 50,000 pods", r.Pods, peak, PeakRSSGoalMiB)
+		if peak > PeakRSSGoalMiB {
+			fmt.Fprintf(&b, ", missed by %.0f MiB", peak-PeakRSSGoalMiB)
+		}
+		b.WriteString(")\n")
+		if rs := three.Restart; rs != nil {
+			fmt.Fprintf(&b, "- restart of every replica to steady state (%d pods): **%.1f s** (goal <= %d s at 50,000 pods", r.Pods, rs.Seconds, RestartGoalSeconds)
+			if rs.Seconds > RestartGoalSeconds {
+				fmt.Fprintf(&b, ", missed by %.1f s", rs.Seconds-RestartGoalSeconds)
+			}
+			fmt.Fprintf(&b, "): ready after %.1f s, %d pod reconciles, %.0f API writes and %.0f NB transactions on the way; the old replicas took %.1f s to exit\n",
+				rs.ReadySeconds, rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
+		}
 	}
 	if r.Ratios.ShardnetVsRaw < 0.85 {
 		fmt.Fprintf(&b, "\nThe 0.85 goal is missed by %.0f%%: see the CPU column and a pprof of a replica (`go tool pprof http://<metrics-addr>/debug/pprof/profile`) for where the time goes.\n",

@@ -35,6 +35,8 @@ type Scenario struct {
 	P99 float64 `json:"p99ms"`
 	// APIWritesPerPod counts the replicas' non-GET API requests.
 	APIWritesPerPod float64 `json:"apiWritesPerPod"`
+	// APIWritesPerPodByMethod splits APIWritesPerPod by HTTP method.
+	APIWritesPerPodByMethod map[string]float64 `json:"apiWritesPerPodByMethod,omitempty"`
 	// NBTransactionsPerPod counts the batchers' transactions.
 	NBTransactionsPerPod float64 `json:"nbTransactionsPerPod"`
 	// PeakRSSMiB and CPUSeconds are per replica process.
@@ -45,7 +47,37 @@ type Scenario struct {
 	Timeline []int `json:"timeline"`
 	// Latencies are every pod's create-to-annotated time, sorted, in ms.
 	Latencies []float64 `json:"latenciesMs"`
+	// Restart is the restart of every replica after the pods were
+	// routed; nil when it did not run.
+	Restart *Restart `json:"restart,omitempty"`
 }
+
+// Restart is the way back to steady state after every replica restarted.
+type Restart struct {
+	// StopSeconds is how long the old replicas took to exit on SIGTERM.
+	StopSeconds float64 `json:"stopSeconds"`
+	// ReadySeconds is from the new processes' start to all ready (caches
+	// synced, member Leases held).
+	ReadySeconds float64 `json:"readySeconds"`
+	// Seconds is from the new processes' start to steady state: every
+	// shard owned and synced, no key queued.
+	Seconds float64 `json:"seconds"`
+	// Reconciled counts pod reconciles the new replicas ran to get there.
+	Reconciled int `json:"reconciled"`
+	// APIWrites and NBTransactions are what the new replicas wrote to get
+	// there (lease renewals included).
+	APIWrites      float64 `json:"apiWrites"`
+	NBTransactions float64 `json:"nbTransactions"`
+	// PeakRSSMiB is per new replica process.
+	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
+}
+
+// RestartGoalSeconds is the goal for the way back to steady state after a
+// restart of every replica at 50,000 pods.
+const RestartGoalSeconds = 20
+
+// PeakRSSGoalMiB is the goal for memory per replica at 50,000 pods.
+const PeakRSSGoalMiB = 600
 
 // Ratios are the figures the guard compares.
 type Ratios struct {
@@ -61,6 +93,9 @@ type Ratios struct {
 	// HalfRateP99Ms is the p99 create-to-routed latency (ms) of the
 	// scenario paced at half the 3-replica rate; 0 when it did not run.
 	HalfRateP99Ms float64 `json:"halfRateP99ms,omitempty"`
+	// RestartSeconds is the 3-replica scenario's way back to steady state
+	// after a restart of every replica; 0 when it did not run.
+	RestartSeconds float64 `json:"restartSeconds,omitempty"`
 }
 
 // Micro is one micro-benchmark ratio.
@@ -106,6 +141,9 @@ func (r *Result) computeRatios() {
 	}
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		r.Ratios.HalfRateP99Ms = half.P99
+	}
+	if three.Restart != nil {
+		r.Ratios.RestartSeconds = three.Restart.Seconds
 	}
 }
 

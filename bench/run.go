@@ -44,6 +44,15 @@ type Config struct {
 	MicroDir string
 	// Timeout bounds one scenario.
 	Timeout time.Duration
+	// Scenarios names the scenarios to run (see ScenarioNames); empty runs
+	// them all. The ratios of scenarios left out are 0.
+	Scenarios []string
+	// HalfRate paces the half-rate scenario (pods/s) when the 3-replica
+	// scenario does not run to set it; 0 takes half the 3-replica rate.
+	HalfRate float64
+	// Restart restarts every replica of the 3-replica scenario once its
+	// pods are routed, and measures the way back to steady state.
+	Restart bool
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -63,6 +72,19 @@ type spec struct {
 // ceiling.
 const HalfRateScenario = "shardnet-3-half"
 
+// ScenarioNames are the scenarios in the order a run takes them.
+var ScenarioNames = []string{"raw", "shardnet-1", "shardnet-3", "baseline", HalfRateScenario}
+
+// checkScenarios reports a name that is not a scenario.
+func checkScenarios(names []string) error {
+	for _, n := range names {
+		if !slices.Contains(ScenarioNames, n) {
+			return fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(ScenarioNames, ", "))
+		}
+	}
+	return nil
+}
+
 // Run measures every scenario and writes the result files.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Pods <= 0 {
@@ -77,6 +99,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if _, err := os.Stat(cfg.Shardnet); err != nil {
 		return nil, fmt.Errorf("shardnet binary %q: %w (run `make build`)", cfg.Shardnet, err)
 	}
+	if err := checkScenarios(cfg.Scenarios); err != nil {
+		return nil, err
+	}
+	wanted := func(name string) bool { return len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, name) }
 	res := &Result{Started: time.Now(), Pods: cfg.Pods, IPRecords: cfg.IPRecords}
 	for _, sp := range []spec{
 		{name: "raw", raw: true},
@@ -84,24 +110,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{name: "shardnet-3", replicas: 3, shards: 64, batching: true},
 		{name: "baseline", replicas: 1, shards: 1, batching: false},
 	} {
+		if !wanted(sp.name) {
+			continue
+		}
 		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods ...\n", sp.name, cfg.Pods)
 		sc, err := runScenario(ctx, cfg, sp)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sp.name, err)
 		}
-		fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod, %.3f NB txns/pod\n",
-			sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.NBTransactionsPerPod)
+		fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod\n",
+			sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
+		if r := sc.Restart; r != nil {
+			fmt.Fprintf(cfg.Progress, "bench: %s: restart of every replica: steady in %.1fs (ready %.1fs, %d pods reconciled, %.0f API writes, %.0f NB txns)\n",
+				sp.name, r.Seconds, r.ReadySeconds, r.Reconciled, r.APIWrites, r.NBTransactions)
+		}
 		res.Scenarios = append(res.Scenarios, sc)
 	}
-	if three, ok := res.Scenario("shardnet-3"); ok && three.PodsPerSecond > 0 {
-		sp := spec{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: three.PodsPerSecond / 2}
+	halfRate := cfg.HalfRate
+	if three, ok := res.Scenario("shardnet-3"); ok && halfRate == 0 {
+		halfRate = three.PodsPerSecond / 2
+	}
+	if wanted(HalfRateScenario) && halfRate > 0 {
+		sp := spec{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: halfRate}
 		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods at %.0f pods/s ...\n", sp.name, cfg.Pods, sp.rate)
 		sc, err := runScenario(ctx, cfg, sp)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sp.name, err)
 		}
-		fmt.Fprintf(cfg.Progress, "bench: %s: p50 %.0fms p95 %.0fms p99 %.0fms at %.0f pods/s\n",
-			sp.name, sc.P50, sc.P95, sc.P99, sc.CreateRate)
+		fmt.Fprintf(cfg.Progress, "bench: %s: p50 %.0fms p95 %.0fms p99 %.0fms at %.0f pods/s, %.2f API writes/pod %v, %.3f NB txns/pod\n",
+			sp.name, sc.P50, sc.P95, sc.P99, sc.CreateRate, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
 		res.Scenarios = append(res.Scenarios, sc)
 	}
 	res.computeRatios()
@@ -221,13 +258,79 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	} else {
 		sc.APIWritesPerPod = (after.writes - before.writes) / float64(cfg.Pods)
 		sc.NBTransactionsPerPod = (after.txns - before.txns) / float64(cfg.Pods)
+		sc.APIWritesPerPodByMethod = map[string]float64{}
+		for m, v := range after.byMethod {
+			sc.APIWritesPerPodByMethod[m] = (v - before.byMethod[m]) / float64(cfg.Pods)
+		}
 		for _, rp := range procs {
 			rss, cpu := rp.usage()
 			sc.PeakRSSMiB = append(sc.PeakRSSMiB, rss)
 			sc.CPUSeconds = append(sc.CPUSeconds, cpu)
 		}
 	}
+	if cfg.Restart && sp.name == "shardnet-3" {
+		r, err := restartAll(ctx, p, cfg, sp, kube, nb, procs)
+		if err != nil {
+			return sc, fmt.Errorf("restart: %w", err)
+		}
+		sc.Restart = r
+	}
 	return sc, nil
+}
+
+// restartAll stops every replica (SIGTERM, as a rollout does), starts them
+// again under the same identities, and times the way back to steady state:
+// every shard owned and synced (each pod it was seeded with reconciled
+// since the start) and no key queued.
+func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, old []*replicaProc) (*Restart, error) {
+	r := &Restart{}
+	t := time.Now()
+	for _, rp := range old {
+		rp.stop()
+	}
+	r.StopSeconds = time.Since(t).Seconds()
+	start := time.Now()
+	var procs []*replicaProc
+	for i := range sp.replicas {
+		rp, err := startReplicaProc(p, cfg, sp, kube, nb, i)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, rp)
+	}
+	if err := waitReady(ctx, procs); err != nil {
+		return nil, err
+	}
+	r.ReadySeconds = time.Since(start).Seconds()
+	deadline := time.Now().Add(cfg.Timeout)
+	for {
+		var owned, synced, depth, reconciled float64
+		for _, rp := range procs {
+			m := scrape(rp.metricsAddr)
+			owned += m["shardnet_shards_owned"]
+			synced += m["shardnet_shards_synced"]
+			depth += m["workqueue_depth"]
+			reconciled += m["shardnet_reconciles_total"]
+		}
+		shards := float64(sp.shards)
+		if owned == shards && synced == shards && depth == 0 {
+			r.Seconds = time.Since(start).Seconds()
+			r.Reconciled = int(reconciled)
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("not steady after %s: %.0f shards owned, %.0f synced, %.0f keys queued",
+				cfg.Timeout, owned, synced, depth)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c := scrapeAll(procs)
+	r.APIWrites, r.NBTransactions = c.writes, c.txns
+	for _, rp := range procs {
+		rss, _ := rp.usage()
+		r.PeakRSSMiB = append(r.PeakRSSMiB, rss)
+	}
+	return r, nil
 }
 
 // observer records create and annotation times.
@@ -495,6 +598,8 @@ type replicaProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
 	healthAddr  string
+	// exited closes once the process has been waited for.
+	exited chan struct{}
 }
 
 func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, i int) (*replicaProc, error) {
@@ -532,19 +637,30 @@ func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 		log.Close()
 		return nil, err
 	}
+	rp.exited = make(chan struct{})
+	go func() { _ = rp.cmd.Wait(); close(rp.exited) }()
 	p.Cleanup(func() {
-		_ = rp.cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = rp.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = rp.cmd.Process.Kill()
-			<-done
-		}
+		rp.stop()
 		log.Close()
 	})
 	return rp, nil
+}
+
+// stop interrupts the replica and waits for it to exit (killing it after
+// 15 s); calling it again is a no-op.
+func (rp *replicaProc) stop() {
+	select {
+	case <-rp.exited:
+		return
+	default:
+	}
+	_ = rp.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-rp.exited:
+	case <-time.After(15 * time.Second):
+		_ = rp.cmd.Process.Kill()
+		<-rp.exited
+	}
 }
 
 func waitReady(ctx context.Context, procs []*replicaProc) error {
@@ -590,14 +706,23 @@ func expectedShards(procs []*replicaProc) int {
 	return 0
 }
 
-type counters struct{ writes, txns float64 }
+type counters struct {
+	writes, txns float64
+	// byMethod splits writes by HTTP method.
+	byMethod map[string]float64
+}
 
 func scrapeAll(procs []*replicaProc) counters {
-	var c counters
+	c := counters{byMethod: map[string]float64{}}
 	for _, rp := range procs {
 		m := scrape(rp.metricsAddr)
 		c.writes += m["writes"]
 		c.txns += m["shardnet_nb_transactions_total"]
+		for k, v := range m {
+			if method, ok := strings.CutPrefix(k, "writes:"); ok {
+				c.byMethod[method] += v
+			}
+		}
 	}
 	return c
 }
@@ -630,6 +755,10 @@ func scrape(addr string) map[string]float64 {
 		out[name] += v
 		if name == "rest_client_requests_total" && !strings.Contains(labels, `method="GET"`) {
 			out["writes"] += v
+			if _, m, ok := strings.Cut(labels, `method="`); ok {
+				m, _, _ = strings.Cut(m, `"`)
+				out["writes:"+m] += v
+			}
 		}
 	}
 	return out

@@ -44,6 +44,8 @@ type shardRun struct {
 	epoch uint64
 	q     *queue.Queue
 	rec   Reconciler
+	// sync tracks the first pass over the seeded keys.
+	sync *seedSync
 	// cancel ends the context the reconcilers of this term get.
 	cancel context.CancelFunc
 }
@@ -254,9 +256,14 @@ func (h *holder) Acquire(ctx context.Context, s int, epoch uint64) error {
 	for _, k := range keys {
 		q.Add(k)
 	}
-	q.Start(runCtx, rec.Reconcile)
+	run.sync = newSeedSync(s, keys, func(took time.Duration) {
+		c.met.synced(took)
+		syncedLog(runCtx, s, len(keys), took)
+	})
 	c.met.acquired(s)
+	q.Start(runCtx, run.sync.handler(rec.Reconcile))
 	logger.Info("Shard acquired", "pods", len(keys))
+	run.sync.check()
 	return nil
 }
 
@@ -278,7 +285,7 @@ func (h *holder) Release(ctx context.Context, s int, epoch uint64) {
 		}
 	}
 	run.cancel()
-	c.met.released(s, "handoff", time.Since(start))
+	c.met.released(s, "handoff", time.Since(start), run.sync.close())
 	klog.FromContext(ctx).Info("Shard released", "shard", s, "epoch", epoch, "took", time.Since(start))
 }
 
@@ -298,7 +305,7 @@ func (h *holder) Abandon(s int, epoch uint64) {
 		cancel()
 		_ = hooks.OnRelease(ctx, s, epoch)
 	}
-	c.met.released(s, "abandon", time.Since(start))
+	c.met.released(s, "abandon", time.Since(start), run.sync.close())
 	klog.Background().Info("Shard abandoned", "shard", s, "epoch", epoch)
 }
 

@@ -58,6 +58,31 @@ func TestPodSliceCases(t *testing.T) {
 		}
 	})
 
+	t.Run("a reconcile from a cache older than its own patch writes nothing", func(t *testing.T) {
+		created, err := s.kube.Client.CoreV1().Pods("cases").Create(ctx, newPod("cases", "stale-1", node.Name, nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.waitPod(ctx, "cases", "stale-1", routed)
+		const key = "cases/stale-1"
+		if _, ok := s.pods.patched.Load(key); !ok {
+			t.Fatal("no patched version recorded for a pod this replica annotated")
+		}
+		// The pod as created: what a reconcile sees when a status update
+		// from before the patch is delivered after it.
+		phase, err := s.pods.ensure(ctx, s.batcher, 0, key, created)
+		if err != nil || phase != "noop" {
+			t.Fatalf("reconcile of the pre-patch version: phase %q, err %v; want noop (nothing redone)", phase, err)
+		}
+		// Without the record the same stale pod redoes the routed phase
+		// and the patch: the check above is what kept them out.
+		s.pods.patched.Delete(key)
+		phase, err = s.pods.ensure(ctx, s.batcher, 0, key, created)
+		if err != nil || phase != "route" {
+			t.Fatalf("control: reconcile of the pre-patch version without the record: phase %q, err %v; want route", phase, err)
+		}
+	})
+
 	t.Run("IP pool and address list", func(t *testing.T) {
 		var pods []*corev1.Pod
 		for i := range 3 {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -120,6 +121,37 @@ type Pods struct {
 	// it (allocatedClaims), for the moment before the claim informer has
 	// delivered the claims. Entries go on release.
 	allocs sync.Map
+	// patched maps a pod key to the version this replica's last annotation
+	// patch of it created (patchedVersion), so that a reconcile reading a
+	// cache older than that write leaves the work to the event the write
+	// is bound to bring. Entries go on release.
+	patched sync.Map
+}
+
+// patchedVersion is the pod version an annotation patch returned.
+type patchedVersion struct {
+	uid     types.UID
+	version string
+	at      time.Time
+}
+
+// behindOwnPatch reports whether the cached pod is older than the version
+// this replica's last patch of it created: everything the reconcile would
+// do from that pod was done for it, and the informer has yet to deliver
+// the patch, whose event queues the key again. Versions that do not
+// compare (an API server that is not etcd-backed) are never behind.
+func (p *Pods) behindOwnPatch(key string, pod *corev1.Pod) bool {
+	v, ok := p.patched.Load(key)
+	if !ok {
+		return false
+	}
+	pv := v.(patchedVersion)
+	if pv.uid != pod.UID || p.cfg.Now().Sub(pv.at) >= cacheLagTolerance {
+		p.patched.CompareAndDelete(key, v)
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(pod.ResourceVersion, pv.version)
+	return err == nil && c < 0
 }
 
 // allocatedClaims is an allocation this replica made, with its owner.
@@ -264,6 +296,13 @@ func (p *Pods) warn(pod *corev1.Pod, reason string, err error) {
 // ensure gives a live pod its addresses, port, IP record and annotations.
 func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string, pod *corev1.Pod) (string, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	if p.behindOwnPatch(key, pod) {
+		// An event of the pod from before this replica's patch (kwok's or
+		// the kubelet's status update racing it): redoing the routed phase
+		// and the patch from it would cost a transaction and a write.
+		log.V(5).Info("Cache behind this replica's own patch; waiting for its event", "version", pod.ResourceVersion)
+		return "noop", nil
+	}
 	nsObj, _ := p.cfg.Catalog.Namespace(pod.Namespace)
 	req, err := ParseRequest(pod, nsObj)
 	if err != nil {
@@ -388,7 +427,10 @@ func (p *Pods) ensure(ctx context.Context, w ShardWriter, shard int, key string,
 	}
 	wasAllocated := pod.Annotations[DefaultKey(KeyAllocated)] == "true"
 	err = inStage(ctx, stagePatch, func(ctx context.Context) error {
-		_, err := p.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		out, err := p.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil && out != nil {
+			p.patched.Store(key, patchedVersion{uid: out.UID, version: out.ResourceVersion, at: p.cfg.Now()})
+		}
 		return err
 	})
 	switch {

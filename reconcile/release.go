@@ -44,6 +44,7 @@ func (p *Pods) release(ctx context.Context, w ShardWriter, key string, pod *core
 	}
 	p.written.Delete(key)
 	p.allocs.Delete(key)
+	p.patched.Delete(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if p.cfg.IPRecords {
 		if err := p.deleteIPRecord(ctx, PortName(name, ns, DefaultProvider), pod); err != nil {

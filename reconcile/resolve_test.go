@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/ipam"
@@ -226,5 +227,40 @@ func TestAliveAndOwners(t *testing.T) {
 	}
 	if PortName("p", "ns", "ovn") != "p.ns" || PortName("p", "ns", "net1.ns.ovn") != "p.ns.net1.ns.ovn" {
 		t.Fatal("port names differ from kube-ovn's")
+	}
+}
+
+func TestBehindOwnPatch(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := &Pods{cfg: PodConfig{Now: func() time.Time { return now }}}
+	pod := func(uid, rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	if p.behindOwnPatch("ns/a", pod("u1", "5")) {
+		t.Fatal("behind with no patch recorded")
+	}
+	p.patched.Store("ns/a", patchedVersion{uid: "u1", version: "120", at: now})
+	for _, c := range []struct {
+		uid, rv string
+		want    bool
+	}{
+		{"u1", "99", true},   // older, fewer digits
+		{"u1", "119", true},  // older
+		{"u1", "120", false}, // the patch itself
+		{"u1", "121", false}, // a later change: reconcile it
+		{"u2", "99", false},  // another incarnation of the name
+		{"u1", "x9", false},  // versions that do not compare
+	} {
+		if got := p.behindOwnPatch("ns/a", pod(c.uid, c.rv)); got != c.want {
+			t.Errorf("uid %s version %s: behind = %v, want %v", c.uid, c.rv, got, c.want)
+		}
+		p.patched.Store("ns/a", patchedVersion{uid: "u1", version: "120", at: now})
+	}
+	now = now.Add(cacheLagTolerance)
+	if p.behindOwnPatch("ns/a", pod("u1", "99")) {
+		t.Fatal("a record older than the cache-lag tolerance still holds")
+	}
+	if _, ok := p.patched.Load("ns/a"); ok {
+		t.Fatal("an expired record was kept")
 	}
 }

@@ -1,7 +1,7 @@
 // Command shardnet-bench runs shardnet's end-to-end benchmark (package
 // bench) or checks a result against the committed thresholds.
 //
-//	shardnet-bench [-pods N] [-out DIR] [-micro]
+//	shardnet-bench [-pods N] [-out DIR] [-micro] [-scenarios a,b] [-restart]
 //	shardnet-bench -check DIR/result.json [-thresholds bench/thresholds.json]
 package main
 
@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +34,9 @@ func run(args []string) int {
 	micro := fs.Bool("micro", true, "run the IPAM and Northbound micro-benchmarks too")
 	ipRecords := fs.Bool("ip-records", true, "write kubeovn.io IP records")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound of one scenario")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run ("+strings.Join(bench.ScenarioNames, ", ")+"); empty runs all")
+	halfRate := fs.Float64("half-rate", 0, "pods/s of the half-rate scenario when shardnet-3 does not run (0: half of shardnet-3's rate)")
+	restart := fs.Bool("restart", true, "restart every replica of shardnet-3 once its pods are routed and time the way back to steady state")
 	check := fs.String("check", "", "check this result.json against -thresholds instead of running")
 	thresholds := fs.String("thresholds", "bench/thresholds.json", "committed lower bounds of the ratios")
 	if err := fs.Parse(args); err != nil {
@@ -41,6 +45,10 @@ func run(args []string) int {
 	if *check != "" {
 		return runCheck(*check, *thresholds)
 	}
+	var only []string
+	if *scenarios != "" {
+		only = strings.Split(*scenarios, ",")
+	}
 	klog.SetOutput(io.Discard)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -48,6 +56,7 @@ func run(args []string) int {
 	res, err := bench.Run(ctx, bench.Config{
 		Pods: *pods, IPRecords: *ipRecords, Shardnet: *bin, Out: *out,
 		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
+		Scenarios: only, HalfRate: *halfRate, Restart: *restart,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)
