@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -47,9 +48,9 @@ type Scenario struct {
 	Timeline []int `json:"timeline"`
 	// Latencies are every pod's create-to-annotated time, sorted, in ms.
 	Latencies []float64 `json:"latenciesMs"`
-	// Restart is the restart of every replica after the pods were
-	// routed; nil when it did not run.
-	Restart *Restart `json:"restart,omitempty"`
+	// Restarts are the restarts of every replica after the pods were
+	// routed, in order.
+	Restarts []Restart `json:"restarts,omitempty"`
 }
 
 // Restart is the way back to steady state after every replica restarted.
@@ -93,8 +94,8 @@ type Ratios struct {
 	// HalfRateP99Ms is the p99 create-to-routed latency (ms) of the
 	// scenario paced at half the 3-replica rate; 0 when it did not run.
 	HalfRateP99Ms float64 `json:"halfRateP99ms,omitempty"`
-	// RestartSeconds is the 3-replica scenario's way back to steady state
-	// after a restart of every replica; 0 when it did not run.
+	// RestartSeconds is the slowest way back to steady state after a
+	// restart of every replica of the 3-replica scenario; 0 when none ran.
 	RestartSeconds float64 `json:"restartSeconds,omitempty"`
 }
 
@@ -142,9 +143,17 @@ func (r *Result) computeRatios() {
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		r.Ratios.HalfRateP99Ms = half.P99
 	}
-	if three.Restart != nil {
-		r.Ratios.RestartSeconds = three.Restart.Seconds
+	if len(three.Restarts) > 0 {
+		r.Ratios.RestartSeconds = slices.Max(restartSeconds(three.Restarts))
 	}
+}
+
+func restartSeconds(rs []Restart) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = r.Seconds
+	}
+	return out
 }
 
 // Load reads a result.json.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,9 +51,20 @@ type Config struct {
 	// HalfRate paces the half-rate scenario (pods/s) when the 3-replica
 	// scenario does not run to set it; 0 takes half the 3-replica rate.
 	HalfRate float64
-	// Restart restarts every replica of the 3-replica scenario once its
-	// pods are routed, and measures the way back to steady state.
-	Restart bool
+	// Restarts is how many times every replica of the 3-replica scenario
+	// is restarted once its pods are routed, each timed back to steady
+	// state; 0 skips it.
+	Restarts int
+	// Profiles writes pprof profiles to Out/pprof: each replica's heap at
+	// the end of the 3-replica create phase and after the first restart,
+	// and the CPU of the new replicas and the API server during the first
+	// 30 s of the first restart.
+	Profiles bool
+	// ReplicaMemoryLimit is the replicas' --memory-limit; the command's
+	// default is deploy/base's, empty leaves the replicas' own (auto).
+	ReplicaMemoryLimit string
+	// ReplicaArgs are more flags for every replica (-v=4, say).
+	ReplicaArgs []string
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -120,9 +132,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod\n",
 			sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
-		if r := sc.Restart; r != nil {
-			fmt.Fprintf(cfg.Progress, "bench: %s: restart of every replica: steady in %.1fs (ready %.1fs, %d pods reconciled, %.0f API writes, %.0f NB txns)\n",
-				sp.name, r.Seconds, r.ReadySeconds, r.Reconciled, r.APIWrites, r.NBTransactions)
+		for _, r := range sc.Restarts {
+			fmt.Fprintf(cfg.Progress, "bench: %s: restart of every replica: steady in %.1fs (ready %.1fs, %d pods reconciled, %.0f API writes, %.0f NB txns, peak RSS %s MiB)\n",
+				sp.name, r.Seconds, r.ReadySeconds, r.Reconciled, r.APIWrites, r.NBTransactions, floats(r.PeakRSSMiB))
 		}
 		res.Scenarios = append(res.Scenarios, sc)
 	}
@@ -268,21 +280,107 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			sc.CPUSeconds = append(sc.CPUSeconds, cpu)
 		}
 	}
-	if cfg.Restart && sp.name == "shardnet-3" {
-		r, err := restartAll(ctx, p, cfg, sp, kube, nb, procs)
-		if err != nil {
-			return sc, fmt.Errorf("restart: %w", err)
+	if sp.name == "shardnet-3" && cfg.Profiles {
+		for i, rp := range procs {
+			cfg.profile(rp.metricsAddr, fmt.Sprintf("heap-routed-shardnet-%d.pb.gz", i), "heap", 0)
 		}
-		sc.Restart = r
+	}
+	if sp.name == "shardnet-3" && cfg.Restarts > 0 {
+		// A restart is timed from a quiet cluster: kwok may still be
+		// marking pods Running, and every status it writes is an event
+		// each replica handles.
+		store := factory.Core().V1().Pods().Informer().GetStore()
+		if err := waitQuiet(ctx, store, cfg.Pods, cfg.Timeout); err != nil {
+			return sc, err
+		}
+		for n := range cfg.Restarts {
+			r, next, err := restartAll(ctx, p, cfg, sp, kube, nb, procs, n == 0 && cfg.Profiles)
+			if err != nil {
+				return sc, fmt.Errorf("restart %d: %w", n+1, err)
+			}
+			sc.Restarts = append(sc.Restarts, *r)
+			procs = next
+		}
 	}
 	return sc, nil
+}
+
+// waitQuiet waits until every one of the n pods in store is Running.
+func waitQuiet(ctx context.Context, store cache.Store, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		running := 0
+		for _, o := range store.List() {
+			if p, ok := o.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running >= n {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%d of %d pods Running before the restart's deadline", running, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// profile saves one pprof profile of the process serving addr (or of the
+// API server when kube is set) to Out/pprof/name; a failure is reported on
+// Progress and does not fail the run.
+func (cfg Config) profile(addr, name, kind string, seconds int) {
+	url := "http://" + addr + "/debug/pprof/" + kind
+	if seconds > 0 {
+		url += fmt.Sprintf("?seconds=%d", seconds)
+	}
+	c := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
+	resp, err := c.Get(url)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		err = fmt.Errorf("%s", resp.Status)
+	}
+	if err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: profile %s: %v\n", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	cfg.saveProfile(name, resp.Body)
+}
+
+func (cfg Config) saveProfile(name string, r io.Reader) {
+	dir := filepath.Join(cfg.Out, "pprof")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: profile %s: %v\n", name, err)
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: profile %s: %v\n", name, err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, r); err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: profile %s: %v\n", name, err)
+	}
+}
+
+// apiServerProfile saves a CPU profile of the API server (its
+// /debug/pprof, served to the harness's admin client).
+func (cfg Config) apiServerProfile(ctx context.Context, kube *harness.Kube, name string, seconds int) {
+	b, err := kube.Client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
+	if err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: profile %s: %v\n", name, err)
+		return
+	}
+	cfg.saveProfile(name, strings.NewReader(string(b)))
 }
 
 // restartAll stops every replica (SIGTERM, as a rollout does), starts them
 // again under the same identities, and times the way back to steady state:
 // every shard owned and synced (each pod it was seeded with reconciled
 // since the start) and no key queued.
-func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, old []*replicaProc) (*Restart, error) {
+func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, old []*replicaProc, profile bool) (*Restart, []*replicaProc, error) {
 	r := &Restart{}
 	t := time.Now()
 	for _, rp := range old {
@@ -294,12 +392,31 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 	for i := range sp.replicas {
 		rp, err := startReplicaProc(p, cfg, sp, kube, nb, i)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		procs = append(procs, rp)
 	}
+	var profiles sync.WaitGroup
+	defer profiles.Wait()
+	if profile {
+		const seconds = 30
+		profiles.Go(func() { cfg.apiServerProfile(ctx, kube, "cpu-restart-kube-apiserver.pb.gz", seconds) })
+		for i, rp := range procs {
+			profiles.Go(func() {
+				// The endpoint answers a moment after the process starts.
+				for range 3000 {
+					if resp, err := http.Get("http://" + rp.metricsAddr + "/metrics"); err == nil {
+						resp.Body.Close()
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				cfg.profile(rp.metricsAddr, fmt.Sprintf("cpu-restart-shardnet-%d.pb.gz", i), "profile", seconds)
+			})
+		}
+	}
 	if err := waitReady(ctx, procs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.ReadySeconds = time.Since(start).Seconds()
 	deadline := time.Now().Add(cfg.Timeout)
@@ -319,18 +436,21 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("not steady after %s: %.0f shards owned, %.0f synced, %.0f keys queued",
+			return nil, nil, fmt.Errorf("not steady after %s: %.0f shards owned, %.0f synced, %.0f keys queued",
 				cfg.Timeout, owned, synced, depth)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	c := scrapeAll(procs)
 	r.APIWrites, r.NBTransactions = c.writes, c.txns
-	for _, rp := range procs {
+	for i, rp := range procs {
 		rss, _ := rp.usage()
 		r.PeakRSSMiB = append(r.PeakRSSMiB, rss)
+		if profile {
+			cfg.profile(rp.metricsAddr, fmt.Sprintf("heap-restarted-shardnet-%d.pb.gz", i), "heap", 0)
+		}
 	}
-	return r, nil
+	return r, procs, nil
 }
 
 // observer records create and annotation times.
@@ -619,6 +739,10 @@ func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 		fmt.Sprintf("--ip-records=%v", cfg.IPRecords),
 		"--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s",
 	}
+	args = append(args, cfg.ReplicaArgs...)
+	if cfg.ReplicaMemoryLimit != "" {
+		args = append(args, "--memory-limit="+cfg.ReplicaMemoryLimit)
+	}
 	if sp.shards == 1 {
 		// One shard with as many workers as 64 shards of 4 would be
 		// unfair the other way: kube-ovn's pod controller runs a handful.
@@ -627,7 +751,19 @@ func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 	if !sp.batching {
 		args = append(args, "--batch-max-ops=1", "--batch-linger=0s")
 	}
-	log, err := os.Create(filepath.Join(p.TempDir(), "replica.log"))
+	// Logs go to Out/logs, a file per process (a restart adds one).
+	logDir := filepath.Join(cfg.Out, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	logName := fmt.Sprintf("%s-shardnet-%d.log", sp.name, i)
+	for n := 2; ; n++ {
+		if _, err := os.Stat(filepath.Join(logDir, logName)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		logName = fmt.Sprintf("%s-shardnet-%d.%d.log", sp.name, i, n)
+	}
+	log, err := os.Create(filepath.Join(logDir, logName))
 	if err != nil {
 		return nil, err
 	}

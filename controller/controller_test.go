@@ -70,7 +70,7 @@ func TestTrimPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "42",
 			Labels:            map[string]string{"app": "x"},
-			Annotations:       map[string]string{"ovn.kubernetes.io/ip_address": "10.0.0.5"},
+			Annotations:       map[string]string{"ovn.kubernetes.io/ip_address": "10.0.0.5", corev1.LastAppliedConfigAnnotation: `{"kind":"Pod"}`},
 			OwnerReferences:   []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", UID: "s1"}},
 			DeletionTimestamp: &now,
 			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -99,7 +99,10 @@ func TestTrimPod(t *testing.T) {
 	if p.ManagedFields != nil || p.Spec.Containers != nil || p.Status.Conditions != nil {
 		t.Error("fields the reconciler does not read were kept")
 	}
-	if len(pod.ManagedFields) != 1 || len(pod.Spec.Containers) != 1 {
+	if _, ok := p.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		t.Error("kubectl's last-applied-configuration was kept")
+	}
+	if len(pod.ManagedFields) != 1 || len(pod.Spec.Containers) != 1 || len(pod.Annotations) != 2 {
 		t.Error("TrimPod changed its input")
 	}
 }

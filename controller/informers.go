@@ -88,15 +88,29 @@ func (inf *Informers) Shards() int { return inf.shards }
 // metadata without managedFields (labels, annotations, owner references,
 // UID, resourceVersion, deletion timestamp), spec.nodeName,
 // spec.hostNetwork, spec.restartPolicy, spec.terminationGracePeriodSeconds,
-// and status.phase, reason, podIP(s) and hostIP(s). Other objects
-// only lose their managedFields.
+// and status.phase, reason, podIP(s) and hostIP(s). kubectl's
+// last-applied-configuration annotation, a copy of the whole manifest, is
+// dropped too. Other objects only lose their managedFields.
+//
+// The input is not changed, but the result shares its maps and slices: an
+// informer hands the transform an object it just decoded and drops it
+// afterwards, so copying them would only make garbage.
 func TrimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return dropManagedFields(obj)
 	}
-	meta := *p.ObjectMeta.DeepCopy()
+	meta := p.ObjectMeta
 	meta.ManagedFields = nil
+	if _, ok := meta.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		ann := make(map[string]string, len(meta.Annotations)-1)
+		for k, v := range meta.Annotations {
+			if k != corev1.LastAppliedConfigAnnotation {
+				ann[k] = v
+			}
+		}
+		meta.Annotations = ann
+	}
 	return &corev1.Pod{
 		TypeMeta:   p.TypeMeta,
 		ObjectMeta: meta,

@@ -129,7 +129,9 @@ func (k *Kube) startAPIServer(t TB, bin, etcdURL string) {
 			"--allow-privileged=true",
 			"--max-requests-inflight=1600",
 			"--max-mutating-requests-inflight=800",
-			"--profiling=false",
+			// /debug/pprof, for the bench to show where the server spends
+			// its time (admin client only).
+			"--profiling=true",
 			"--v=0")
 		k.apiserver.start(t)
 		err := waitHTTP(k.apiserver, k.URL+"/readyz", AdminToken, 60*time.Second)

@@ -1,7 +1,7 @@
 // Command shardnet-bench runs shardnet's end-to-end benchmark (package
 // bench) or checks a result against the committed thresholds.
 //
-//	shardnet-bench [-pods N] [-out DIR] [-micro] [-scenarios a,b] [-restart]
+//	shardnet-bench [-pods N] [-out DIR] [-micro] [-scenarios a,b] [-restarts N] [-profiles]
 //	shardnet-bench -check DIR/result.json [-thresholds bench/thresholds.json]
 package main
 
@@ -36,7 +36,10 @@ func run(args []string) int {
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound of one scenario")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run ("+strings.Join(bench.ScenarioNames, ", ")+"); empty runs all")
 	halfRate := fs.Float64("half-rate", 0, "pods/s of the half-rate scenario when shardnet-3 does not run (0: half of shardnet-3's rate)")
-	restart := fs.Bool("restart", true, "restart every replica of shardnet-3 once its pods are routed and time the way back to steady state")
+	restarts := fs.Int("restarts", 1, "times every replica of shardnet-3 is restarted once its pods are routed, each timed back to steady state")
+	profiles := fs.Bool("profiles", true, "write pprof heap and CPU profiles of the shardnet-3 replicas and the API server to OUT/pprof")
+	memLimit := fs.String("replica-memory-limit", "512Mi", "the replicas' --memory-limit, as deploy/base sets it (empty: the replicas' default, auto)")
+	replicaArgs := fs.String("replica-args", "", "more flags for every replica, space-separated (for example -v=4)")
 	check := fs.String("check", "", "check this result.json against -thresholds instead of running")
 	thresholds := fs.String("thresholds", "bench/thresholds.json", "committed lower bounds of the ratios")
 	if err := fs.Parse(args); err != nil {
@@ -56,7 +59,8 @@ func run(args []string) int {
 	res, err := bench.Run(ctx, bench.Config{
 		Pods: *pods, IPRecords: *ipRecords, Shardnet: *bin, Out: *out,
 		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
-		Scenarios: only, HalfRate: *halfRate, Restart: *restart,
+		Scenarios: only, HalfRate: *halfRate, Restarts: *restarts, Profiles: *profiles, ReplicaMemoryLimit: *memLimit,
+		ReplicaArgs: strings.Fields(*replicaArgs),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)

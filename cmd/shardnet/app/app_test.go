@@ -64,6 +64,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"lease order", func(o *Options) { o.RenewDeadline = o.LeaseDuration }, []string{"--lease-duration"}},
 		{"batch", func(o *Options) { o.BatchMaxOps = 0 }, []string{"--batch-max-ops 0"}},
 		{"intervals", func(o *Options) { o.StatusInterval = 0 }, []string{"--status-interval must be positive"}},
+		{"memory limit", func(o *Options) { o.MemoryLimit = "lots" }, []string{`--memory-limit "lots"`}},
+		{"negative memory limit", func(o *Options) { o.MemoryLimit = "-1Gi" }, []string{"want a positive quantity"}},
 		{"several at once", func(o *Options) { o.Identity, o.Shards, o.GCInterval = "", 0, -time.Second },
 			[]string{"--identity", "--shards 0", "--gc-interval"}},
 	} {

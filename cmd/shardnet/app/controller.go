@@ -33,6 +33,13 @@ func runController(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shardnet controller: %v\n", err)
 		return 2
 	}
+	ml, err := resolveMemoryLimit(opts.MemoryLimit, os.Getenv, cgroupMemoryLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardnet controller: %v\n", err)
+		return 2
+	}
+	ml.apply()
+	klog.InfoS("Go soft memory limit", "bytes", ml.bytes, "from", ml.source)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := serveReplica(ctx, opts); err != nil {

@@ -42,6 +42,11 @@ type Options struct {
 	GCGrace     time.Duration
 	// StatusInterval is how often the leader writes subnet counters.
 	StatusInterval time.Duration
+	// MemoryLimit is the Go runtime's soft memory limit: auto, none or a
+	// quantity (see resolveMemoryLimit).
+	MemoryLimit string
+	// KubeCompression lets the API server gzip its responses.
+	KubeCompression bool
 }
 
 // bind registers the flags on fs with their defaults.
@@ -72,6 +77,8 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.GCInterval, "gc-interval", 2*time.Minute, "how often orphaned ports, claims and IP records are looked for")
 	fs.DurationVar(&o.GCGrace, "gc-grace", time.Minute, "how long a key must look orphaned before it is collected")
 	fs.DurationVar(&o.StatusInterval, "status-interval", 3*time.Second, "how often the leader writes subnet counters")
+	fs.BoolVar(&o.KubeCompression, "kube-compression", false, "let the API server gzip responses: saves bandwidth on a slow link, costs both sides CPU on every list and watch (off: a cluster network carries a full resync of 50,000 pods in well under a second)")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", "auto", "Go soft memory limit: auto (80% of the container's memory limit, unless GOMEMLIMIT is set), none, or a quantity such as 512Mi")
 }
 
 // validate checks the options and reports every problem at once.
@@ -108,6 +115,9 @@ func (o *Options) validate() error {
 	}
 	if o.GCInterval <= 0 || o.StatusInterval <= 0 {
 		errs = append(errs, errors.New("--gc-interval and --status-interval must be positive"))
+	}
+	if _, err := resolveMemoryLimit(o.MemoryLimit, os.Getenv, func() (int64, bool) { return 0, false }); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

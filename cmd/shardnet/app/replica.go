@@ -65,6 +65,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		}
 	}
 	rc = rest.CopyConfig(rc)
+	rc.DisableCompression = !opts.KubeCompression
 	if rc.QPS == 0 {
 		// The pod path makes a few writes per pod; client-side limits
 		// would cap it far below what the API server takes.
