@@ -17,6 +17,19 @@
 //     rate the 3-replica scenario reached, for the create-to-routed latency
 //     below the ceiling (its p99 is reported against a 250 ms goal).
 //
+// Once the 3-replica scenario's pods are routed and kwok has marked them
+// all Running, every replica is stopped (SIGTERM) and started again under
+// the same identity, Restarts times, and each restart is timed to steady
+// state: every shard owned and synced (each pod it was seeded with
+// reconciled since the start, shardnet_shards_synced) and no key queued.
+// Peak RSS is reported for the routing and for each restart, against the
+// 600 MiB goal at 50,000 pods; the replicas run with deploy/base's
+// --memory-limit. With Profiles, pprof heap profiles of the replicas and
+// CPU profiles of the replicas and the API server over the first restart
+// go to Out/pprof, and every replica's log to Out/logs, so that a missed
+// goal comes with where the time and memory went. Scenarios selects a
+// subset (for the 50,000-pod run, say).
+//
 // It then runs the IPAM and Northbound micro-benchmarks, and writes a JSON
 // result, a Markdown report and SVG plots. Check compares a result's ratios
 // (never absolute times) with committed thresholds.

@@ -74,6 +74,10 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "): ready after %.1f s, %d pod reconciles, %.0f API writes and %.0f NB transactions on the way; the old replicas took %.1f s to exit\n",
 				rs.ReadySeconds, rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
 		}
+		if three.RawReloadSeconds > 0 {
+			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once: **%.1f s**; the slowest restart took **%.2fx** that\n",
+				three.Replicas, three.RawReloadSeconds, r.Ratios.RestartVsRawReload)
+		}
 	}
 	if r.Ratios.ShardnetVsRaw < 0.85 {
 		fmt.Fprintf(&b, "\nThe 0.85 goal is missed by %.0f%%: see the CPU column and a pprof of a replica (`go tool pprof http://<metrics-addr>/debug/pprof/profile`) for where the time goes.\n",

@@ -51,6 +51,9 @@ type Scenario struct {
 	// Restarts are the restarts of every replica after the pods were
 	// routed, in order.
 	Restarts []Restart `json:"restarts,omitempty"`
+	// RawReloadSeconds is the restarts' ceiling: as many plain clients as
+	// replicas loading caches of the pods, claims and IP records at once.
+	RawReloadSeconds float64 `json:"rawReloadSeconds,omitempty"`
 }
 
 // Restart is the way back to steady state after every replica restarted.
@@ -97,6 +100,10 @@ type Ratios struct {
 	// RestartSeconds is the slowest way back to steady state after a
 	// restart of every replica of the 3-replica scenario; 0 when none ran.
 	RestartSeconds float64 `json:"restartSeconds,omitempty"`
+	// RestartVsRawReload is RestartSeconds over the restarts' ceiling
+	// (Scenario.RawReloadSeconds): 1 would be a restart as fast as the API
+	// server can hand the caches over.
+	RestartVsRawReload float64 `json:"restartVsRawReload,omitempty"`
 }
 
 // Micro is one micro-benchmark ratio.
@@ -145,6 +152,7 @@ func (r *Result) computeRatios() {
 	}
 	if len(three.Restarts) > 0 {
 		r.Ratios.RestartSeconds = slices.Max(restartSeconds(three.Restarts))
+		r.Ratios.RestartVsRawReload = div(r.Ratios.RestartSeconds, three.RawReloadSeconds)
 	}
 }
 

@@ -64,3 +64,37 @@ func TestRatiosReportAndCheck(t *testing.T) {
 		t.Fatalf("Check below bounds = %q", got)
 	}
 }
+
+func TestRestartAndMemoryReport(t *testing.T) {
+	r := &Result{Pods: 50000, Scenarios: []Scenario{{
+		Name: "shardnet-3", Replicas: 3, PodsPerSecond: 100, PeakRSSMiB: []float64{540, 560, 550},
+		Restarts: []Restart{
+			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}},
+			{Seconds: 45, ReadySeconds: 44, PeakRSSMiB: []float64{500, 520, 530}},
+		},
+		RawReloadSeconds: 25,
+	}}}
+	r.computeRatios()
+	if r.Ratios.RestartSeconds != 45 || r.Ratios.RestartVsRawReload != 1.8 {
+		t.Fatalf("restart ratios %+v, want the slowest restart (45 s) and 45/25", r.Ratios)
+	}
+	md := Markdown(r)
+	for _, want := range []string{
+		"**560 MiB** routing them, 610 / 530 MiB after a restart (goal <= 600 MiB at 50,000 pods, missed by 10 MiB)",
+		"restart 2 of every replica to steady state (50000 pods): **45.0 s** (goal <= 20 s at 50,000 pods, missed by 25.0 s)",
+		"at once: **25.0 s**; the slowest restart took **1.80x** that",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestCheckScenarios(t *testing.T) {
+	if err := checkScenarios([]string{"raw", HalfRateScenario}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkScenarios([]string{"shardnet-9"}); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
+		t.Fatalf("an unknown scenario: %v", err)
+	}
+}
