@@ -79,6 +79,9 @@ func TestRestartAndMemoryReport(t *testing.T) {
 		t.Fatalf("restart ratios %+v, want the slowest restart (45 s) and 45/25", r.Ratios)
 	}
 	md := Markdown(r)
+	if strings.Contains(md, "raw API ceiling") || strings.Contains(md, "batched / baseline") {
+		t.Errorf("ratios of scenarios that did not run are reported:\n%s", md)
+	}
 	for _, want := range []string{
 		"**560 MiB** routing them, 610 / 530 MiB after a restart (goal <= 600 MiB at 50,000 pods, missed by 10 MiB)",
 		"restart 2 of every replica to steady state (50000 pods): **45.0 s** (goal <= 20 s at 50,000 pods, missed by 25.0 s)",
