@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -443,7 +444,7 @@ func (cfg Config) apiServerProfile(ctx context.Context, kube *harness.Kube, name
 		fmt.Fprintf(cfg.Progress, "bench: profile %s: %v\n", name, err)
 		return
 	}
-	cfg.saveProfile(name, strings.NewReader(string(b)))
+	cfg.saveProfile(name, bytes.NewReader(b))
 }
 
 // restartAll stops every replica (SIGTERM, as a rollout does), starts them

@@ -256,9 +256,9 @@ func (h *holder) Acquire(ctx context.Context, s int, epoch uint64) error {
 	for _, k := range keys {
 		q.Add(k)
 	}
-	run.sync = newSeedSync(s, keys, func(took time.Duration) {
+	run.sync = newSeedSync(keys, func(took time.Duration) {
 		c.met.synced(took)
-		syncedLog(runCtx, s, len(keys), took)
+		klog.FromContext(runCtx).Info("Shard synced: every seeded pod reconciled", "pods", len(keys), "took", took)
 	})
 	c.met.acquired(s)
 	q.Start(runCtx, run.sync.handler(rec.Reconcile))

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/klog/v2"
-
 	"github.com/shardnet/shardnet/queue"
 )
 
@@ -17,7 +15,6 @@ import (
 // holds only what events bring. A key that keeps failing keeps the term
 // unsynced, which is the point: that work is pending.
 type seedSync struct {
-	shard int
 	start time.Time
 	// onSynced runs once, when the last seeded key is done.
 	onSynced func(took time.Duration)
@@ -27,8 +24,8 @@ type seedSync struct {
 	synced  bool
 }
 
-func newSeedSync(shard int, keys []string, onSynced func(time.Duration)) *seedSync {
-	s := &seedSync{shard: shard, start: time.Now(), onSynced: onSynced, pending: make(map[string]struct{}, len(keys))}
+func newSeedSync(keys []string, onSynced func(time.Duration)) *seedSync {
+	s := &seedSync{start: time.Now(), onSynced: onSynced, pending: make(map[string]struct{}, len(keys))}
 	for _, k := range keys {
 		s.pending[k] = struct{}{}
 	}
@@ -84,9 +81,4 @@ func (s *seedSync) handler(h queue.Handler) queue.Handler {
 		s.done(key, err)
 		return err
 	}
-}
-
-// syncedLog is the line a synced term logs.
-func syncedLog(ctx context.Context, s, pods int, took time.Duration) {
-	klog.FromContext(ctx).Info("Shard synced: every seeded pod reconciled", "shard", s, "pods", pods, "took", took)
 }

@@ -11,7 +11,7 @@ import (
 
 func TestSeedSync(t *testing.T) {
 	fired := 0
-	s := newSeedSync(3, []string{"ns/a", "ns/b"}, func(time.Duration) { fired++ })
+	s := newSeedSync([]string{"ns/a", "ns/b"}, func(time.Duration) { fired++ })
 	s.check()
 	if fired != 0 {
 		t.Fatal("synced with two keys pending")
@@ -47,12 +47,12 @@ func TestSeedSync(t *testing.T) {
 
 func TestSeedSyncEmptyAndClosed(t *testing.T) {
 	fired := 0
-	empty := newSeedSync(0, nil, func(time.Duration) { fired++ })
+	empty := newSeedSync(nil, func(time.Duration) { fired++ })
 	empty.check()
 	if fired != 1 {
 		t.Fatalf("a term seeded with no key: fired %d, want 1", fired)
 	}
-	s := newSeedSync(1, []string{"ns/a"}, func(time.Duration) { fired++ })
+	s := newSeedSync([]string{"ns/a"}, func(time.Duration) { fired++ })
 	if s.close() {
 		t.Fatal("close: an unsynced term reports synced")
 	}
