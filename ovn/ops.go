@@ -13,8 +13,9 @@ import (
 	"github.com/shardnet/shardnet/ovn/nbdb"
 )
 
-// External id keys shardnet writes (CONTRACT.md: ports carry pod, ls and
-// vendor, so that they can be found per pod).
+// External id keys shardnet writes (docs/contract.md §Names and records,
+// N2 and N8: ports, routes and NAT rules carry pod, so that they can be
+// found per pod).
 const (
 	ExternalIDPod    = "pod"
 	ExternalIDSwitch = "ls"
