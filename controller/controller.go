@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -70,8 +71,13 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the CRD client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
 	c := &Controller{cfg: cfg, runs: map[int]*shardRun{}}
-	if c.informers, err = newInformers(kube, crds, cfg.Shards, cfg.ResyncPeriod); err != nil {
+	logger := klog.Background().WithValues("identity", cfg.Identity)
+	if c.informers, err = newInformers(kube, crds, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
 	if cfg.Registerer != nil {
@@ -141,9 +147,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		stopInformers()
 		c.informers.Kube.Shutdown()
 		c.informers.CRDs.Shutdown()
+		c.informers.NADs.Shutdown()
 	}()
 	c.informers.Kube.Start(infCtx.Done())
 	c.informers.CRDs.Start(infCtx.Done())
+	c.informers.NADs.Start(infCtx)
 	for typ, ok := range c.informers.Kube.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
@@ -153,6 +161,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
 		}
+	}
+	// The pod path resolves attachments from this cache as it resolves
+	// subnets from theirs, so it is waited for the same way; on a cluster
+	// without multus it is synced at once.
+	if !cache.WaitForCacheSync(ctx.Done(), c.informers.NADs.HasSynced) {
+		return fmt.Errorf("waiting for the NetworkAttachmentDefinition cache: %w", context.Cause(ctx))
 	}
 	c.synced.Store(true)
 	logger.Info("Caches synced; joining the shard membership")

@@ -7,15 +7,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
 	shardnetlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
 )
 
@@ -42,12 +46,18 @@ type Informers struct {
 	Vlans      kubeovnlisters.VlanLister
 	Vips       kubeovnlisters.VipLister
 	Claims     shardnetlisters.AddressClaimLister
+	// NADs are multus NetworkAttachmentDefinitions. Run starts them with
+	// the factories; on a cluster without multus they count as synced at
+	// once and their informer starts if the CRD appears later. Register
+	// OnChange handlers in Config.Setup, before Run.
+	NADs *netattach.NADs
 
 	shards int
 }
 
-func newInformers(kube kubernetes.Interface, crds versioned.Interface, shards int, resync time.Duration) (*Informers, error) {
+func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
 	inf := &Informers{shards: shards}
+	inf.NADs = netattach.New(disc, dyn, resync, logger.WithName("nads"))
 	inf.Kube = informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(TrimPod))
 	inf.CRDs = externalversions.NewSharedInformerFactoryWithOptions(crds, resync, externalversions.WithTransform(dropManagedFields))
 	pods := inf.Kube.Core().V1().Pods()

@@ -139,6 +139,9 @@ func TestDeployManifests(t *testing.T) {
 	// The ServiceMonitor's CRD belongs to the Prometheus Operator; a stand-in
 	// CRD lets the API server check the manifest's shape.
 	installServiceMonitorCRD(t, c.kube)
+	// With multus's CRD present the replicas watch NetworkAttachmentDefinitions
+	// too, so the run below proves that rule sufficient as well.
+	c.kube.InstallNADCRD(t)
 	objs = append(objs, readObjects(t, filepath.Join(dir, "optional", "servicemonitor.yaml"))...)
 	for _, o := range objs {
 		if err := ap.apply(ctx, o, true); err != nil {

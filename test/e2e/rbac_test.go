@@ -24,8 +24,13 @@ import (
 // ServiceAccount's token, then fails at something it must do: route a pod,
 // warn about a malformed one, or write the subnet counters. With no rule
 // removed all three succeed, so the check can tell the difference.
+//
+// The cluster has multus's NetworkAttachmentDefinition CRD, so the rule for
+// them is exercised: without it the replica's cache never syncs and it
+// takes no shard.
 func TestDeployRBACRulesAreNeeded(t *testing.T) {
 	c := startCluster(t)
+	c.kube.InstallNADCRD(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ap := newApplier(t, c.kube.Config)

@@ -16,6 +16,8 @@ import (
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -173,6 +175,46 @@ func (k *Kube) InstallCRDs(t TB, dir string) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("harness: no CRD manifests in %s (run `make generate`): %v", dir, err)
 	}
+	k.createCRDs(t, files)
+	// Discovery of the new groups lags Established by a moment: wait until
+	// the typed client can list each group.
+	waitFor(t, nil, 60*time.Second, func(ctx context.Context) error {
+		if _, err := k.Shardnet.KubeovnV1().Subnets().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+		_, err := k.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+}
+
+// NADResource is multus's NetworkAttachmentDefinition resource.
+var NADResource = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+
+// InstallNADCRD installs the pinned copy of multus's
+// NetworkAttachmentDefinition CRD (test/crds/multus), as a cluster with
+// multus has it, and waits until NADResource can be listed.
+func (k *Kube) InstallNADCRD(t TB) {
+	t.Helper()
+	k.InstallServedCRD(t, filepath.Join(repoRoot(t), "test", "crds", "multus", "k8s.cni.cncf.io_network-attachment-definitions.yaml"), NADResource)
+}
+
+// InstallServedCRD creates the CustomResourceDefinition in file, waits
+// until it is Established, then until gvr can be listed through a dynamic
+// client in every namespace.
+func (k *Kube) InstallServedCRD(t TB, file string, gvr schema.GroupVersionResource) {
+	t.Helper()
+	k.createCRDs(t, []string{file})
+	dyn := dynamic.NewForConfigOrDie(k.Config)
+	waitFor(t, nil, 60*time.Second, func(ctx context.Context) error {
+		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+}
+
+// createCRDs creates the CustomResourceDefinition of each file (one per
+// file) and waits until each is Established.
+func (k *Kube) createCRDs(t TB, files []string) {
+	t.Helper()
 	cs := apiextensions.NewForConfigOrDie(k.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -205,15 +247,6 @@ func (k *Kube) InstallCRDs(t TB, dir string) {
 			return fmt.Errorf("CRD %s not Established yet", name)
 		})
 	}
-	// Discovery of the new groups lags Established by a moment: wait until
-	// the typed client can list each group.
-	waitFor(t, nil, 60*time.Second, func(ctx context.Context) error {
-		if _, err := k.Shardnet.KubeovnV1().Subnets().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			return err
-		}
-		_, err := k.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{Limit: 1})
-		return err
-	})
 }
 
 func writeServiceAccountKey(t TB, path string) {
