@@ -1,12 +1,10 @@
 package reconcile
 
-import "fmt"
-
 // DefaultProvider is the provider of a pod's default network.
 const DefaultProvider = "ovn"
 
 // Annotation keys, without the "<provider>.kubernetes.io/" prefix (see
-// CONTRACT.md).
+// docs/contract.md).
 const (
 	KeyLogicalSwitch   = "logical_switch"
 	KeyIPAddress       = "ip_address"
@@ -33,7 +31,7 @@ const (
 
 // Key is the full annotation key of key on provider's network.
 func Key(provider, key string) string {
-	return fmt.Sprintf("%s.kubernetes.io/%s", provider, key)
+	return provider + ".kubernetes.io/" + key
 }
 
 // DefaultKey is the full annotation key of key on the default network.

@@ -65,19 +65,19 @@ func TestPodSliceCases(t *testing.T) {
 		}
 		s.waitPod(ctx, "cases", "stale-1", routed)
 		const key = "cases/stale-1"
-		if _, ok := s.pods.patched.Load(key); !ok {
+		if _, ok := s.term.patched.Load(key); !ok {
 			t.Fatal("no patched version recorded for a pod this replica annotated")
 		}
 		// The pod as created: what a reconcile sees when a status update
 		// from before the patch is delivered after it.
-		phase, err := s.pods.ensure(ctx, s.batcher, 0, key, created)
+		phase, err := s.term.ensure(ctx, key, created)
 		if err != nil || phase != "noop" {
 			t.Fatalf("reconcile of the pre-patch version: phase %q, err %v; want noop (nothing redone)", phase, err)
 		}
 		// Without the record the same stale pod redoes the routed phase
 		// and the patch: the check above is what kept them out.
-		s.pods.patched.Delete(key)
-		phase, err = s.pods.ensure(ctx, s.batcher, 0, key, created)
+		s.term.patched.Delete(key)
+		phase, err = s.term.ensure(ctx, key, created)
 		if err != nil || phase != "route" {
 			t.Fatalf("control: reconcile of the pre-patch version without the record: phase %q, err %v; want route", phase, err)
 		}
@@ -241,7 +241,7 @@ func TestPodSliceCases(t *testing.T) {
 		if len(due) != 1 || due[0] != "cases/ghost" {
 			t.Fatalf("second pass reported %v, want only cases/ghost", due)
 		}
-		if err := s.pods.Reconcile(ctx, s.batcher, 0, due[0]); err != nil {
+		if err := s.term.Reconcile(ctx, due[0]); err != nil {
 			t.Fatal(err)
 		}
 		s.waitGone(ctx, "main", addr.String())

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,16 +20,19 @@ import (
 )
 
 // release frees what a pod key holds when no live pod needs it: its ports,
-// routes and NAT rules, its IP record, then its claims, in that order, so
+// routes and NAT rules, its IP records, then its claims, in that order, so
 // that an address is free only once nothing in the Northbound carries it.
-// A StatefulSet pod's addresses and port are kept while its StatefulSet
-// (same UID, not being deleted) still counts the ordinal.
-func (p *Pods) release(ctx context.Context, w ShardWriter, key string, pod *corev1.Pod) error {
+// Every provider goes (docs/contract.md R1). A StatefulSet pod's addresses
+// and ports are kept while its StatefulSet (same UID, not being deleted)
+// still counts the ordinal.
+func (t *Term) release(ctx context.Context, key string, pod *corev1.Pod) error {
+	p := t.p
 	claims := claimsOf(p.cfg.ClaimIndex, key)
 	if len(claims) > 0 && p.retained(pod, claims) {
 		return nil
 	}
-	ports, err := p.cfg.NB.DeletePodPorts(key)
+	ports := p.cfg.NB.PortsByPod(key)
+	ops, err := p.cfg.NB.DeletePodPorts(key)
 	if err != nil {
 		return fmt.Errorf("building delete of ports of %s: %w", key, err)
 	}
@@ -37,22 +40,35 @@ func (p *Pods) release(ctx context.Context, w ShardWriter, key string, pod *core
 	if err != nil {
 		return fmt.Errorf("building delete of routes of %s: %w", key, err)
 	}
-	if ops := append(ports, routes...); len(ops) > 0 {
-		if _, err := w.Submit(ctx, ops...); err != nil {
+	if ops = append(ops, routes...); len(ops) > 0 {
+		if _, err := t.w.Submit(ctx, ops...); err != nil {
 			return fmt.Errorf("deleting ports of %s: %w", key, err)
 		}
 	}
-	p.written.Delete(key)
-	p.allocs.Delete(key)
-	p.patched.Delete(key)
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	for _, port := range ports {
+		t.written.Delete(port.Name)
+	}
+	t.forget(key)
 	if p.cfg.IPRecords {
-		if err := p.deleteIPRecord(ctx, PortName(name, ns, DefaultProvider), pod); err != nil {
-			return err
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		providers := map[string]bool{DefaultProvider: true}
+		for _, c := range claims {
+			providers[claimProvider(c)] = true
+		}
+		prefix := name + "." + ns + "."
+		for _, port := range ports {
+			if rest, ok := strings.CutPrefix(port.Name, prefix); ok {
+				providers[rest] = true
+			}
+		}
+		for provider := range providers {
+			if err := t.deleteIPRecord(ctx, PortName(name, ns, provider), pod); err != nil {
+				return err
+			}
 		}
 	}
 	for _, c := range claims {
-		if err := p.releaseClaim(ctx, c); err != nil {
+		if err := t.releaseClaim(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -96,9 +112,10 @@ func (p *Pods) retained(pod *corev1.Pod, claims []*v1alpha1.AddressClaim) bool {
 
 // releaseClaim deletes one claim with its UID as precondition and frees
 // its address in the local bitmap.
-func (p *Pods) releaseClaim(ctx context.Context, c *v1alpha1.AddressClaim) error {
-	a, err := netip.ParseAddr(c.Spec.Address)
-	if err != nil {
+func (t *Term) releaseClaim(ctx context.Context, c *v1alpha1.AddressClaim) error {
+	p := t.p
+	a, ok := addrOf(c)
+	if !ok {
 		// Unreadable: delete it anyway, it can only block a name.
 		return p.deleteClaim(ctx, c)
 	}
@@ -127,25 +144,11 @@ func (p *Pods) deleteClaim(ctx context.Context, c *v1alpha1.AddressClaim) error 
 	return nil
 }
 
-// ensureIPRecord creates or updates the kubeovn.io IP of the pod's default
-// network, reading the current one from the informer.
-func (p *Pods) ensureIPRecord(ctx context.Context, pod *corev1.Pod, name, subnet string, al ipam.Allocation) error {
-	spec := kubeovnv1.IPSpec{
-		PodName:    pod.Name,
-		Namespace:  pod.Namespace,
-		Subnet:     subnet,
-		NodeName:   pod.Spec.NodeName,
-		IPAddress:  al.Addresses.String(),
-		MacAddress: al.MAC.String(),
-		PodType:    PodType(pod),
-	}
-	if al.Addresses.V4.IsValid() {
-		spec.V4IPAddress = al.Addresses.V4.String()
-	}
-	if al.Addresses.V6.IsValid() {
-		spec.V6IPAddress = al.Addresses.V6.String()
-	}
-	labels := map[string]string{"ovn.kubernetes.io/subnet": subnet, subnet: ""}
+// ensureIPRecord creates or updates a kubeovn.io IP record, reading the
+// current one from the informer.
+func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
+	p := t.p
+	name, spec, labels := rec.Name, rec.Spec, rec.Labels
 	cur, err := p.cfg.IPs.Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -182,10 +185,11 @@ func (p *Pods) ensureIPRecord(ctx context.Context, pod *corev1.Pod, name, subnet
 	return nil
 }
 
-// deleteIPRecord deletes the IP record of a gone pod, unless it already
-// belongs to a new pod of the same name (then the new pod's reconcile
-// rewrites it).
-func (p *Pods) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod) error {
+// deleteIPRecord deletes an IP record the key no longer needs. The UID
+// precondition keeps a record that a new pod of the same name has just
+// rewritten.
+func (t *Term) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod) error {
+	p := t.p
 	cur, err := p.cfg.IPs.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -201,24 +205,27 @@ func (p *Pods) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod)
 	return nil
 }
 
-// subnetError reports a failure to find a usable subnet.
-func (p *Pods) subnetError(pod *corev1.Pod, err error) error {
-	p.warn(pod, ReasonSubnet, err)
+// failureError is how the queue treats a network that could not be
+// served: input errors wait for the pod's next update, missing objects
+// come back on a slow retry (their informers do not re-enqueue the pod).
+func (t *Term) failureError(f *NetworkFailure) error {
 	var ie *InputError
 	switch {
-	case errors.As(err, &ie), errors.Is(err, ipam.ErrInvalid):
-		return queue.Permanent(err)
-	case errors.Is(err, ErrUnknownSubnet), errors.Is(err, ErrUnknownPool), errors.Is(err, ErrNoSubnet):
-		// Cured by creating the subnet or pool; the subnet informer does
-		// not re-enqueue pods, so come back.
-		return retryWith(err, retryUnknownSubnet)
+	case errors.As(f, &ie), errors.Is(f, ipam.ErrInvalid):
+		return queue.Permanent(f)
+	case errors.Is(f, ErrUnknownSubnet), errors.Is(f, ErrUnknownPool), errors.Is(f, ErrNoSubnet),
+		errors.Is(f, ErrUnknownNAD), errors.Is(f, ErrNetConf), errors.Is(f, ErrNADsNotServed), errors.Is(f, ErrNADsNotSynced):
+		return retryWith(f, retryUnknownSubnet)
 	}
-	return err
+	return f
 }
 
 // addressError reports an allocation failure.
-func (p *Pods) addressError(pod *corev1.Pod, err error) error {
-	p.warn(pod, ReasonAddress, err)
+func (t *Term) addressError(pod *corev1.Pod, np *NetworkPlan, err error) error {
+	if np.Provider != DefaultProvider {
+		err = fmt.Errorf("network %s: %w", np.Provider, err)
+	}
+	t.warn(pod, ReasonAddress, err)
 	switch {
 	case errors.Is(err, ipam.ErrNotInRange), errors.Is(err, ipam.ErrReserved), errors.Is(err, ipam.ErrOrdinal),
 		errors.Is(err, ipam.ErrInvalid), errors.Is(err, ipam.ErrMACInUse):
@@ -228,6 +235,41 @@ func (p *Pods) addressError(pod *corev1.Pod, err error) error {
 		return retryWith(err, retryFull)
 	}
 	return err
+}
+
+// joinRetry combines the errors of a pod's networks: permanent only when
+// every one is, else a retry at the soonest delay any of them asks for
+// (or the queue's backoff when one asks for none).
+func joinRetry(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	joined := errors.Join(errs...)
+	var (
+		soonest time.Duration
+		backoff bool
+	)
+	allPermanent := true
+	for _, e := range errs {
+		if queue.IsPermanent(e) {
+			continue
+		}
+		allPermanent = false
+		d, ok := queue.RetryDelay(e)
+		switch {
+		case !ok:
+			backoff = true
+		case soonest == 0 || d < soonest:
+			soonest = d
+		}
+	}
+	switch {
+	case allPermanent:
+		return queue.Permanent(errors.New(joined.Error()))
+	case backoff:
+		return errors.New(joined.Error())
+	}
+	return retryWith(errors.New(joined.Error()), soonest)
 }
 
 // retryWith keeps err's message in the log while asking the queue to come

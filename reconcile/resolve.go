@@ -49,7 +49,7 @@ type Resolution struct {
 }
 
 // Resolver picks the subnet of a pod's default network in the order of
-// CONTRACT.md "Which subnet".
+// docs/contract.md §4 (S1-S7).
 type Resolver struct {
 	Catalog Catalog
 	// DefaultSubnet is the --default-subnet name; when empty, the first

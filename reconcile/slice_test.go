@@ -11,18 +11,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/controller"
+	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/queue"
@@ -42,6 +46,10 @@ type slice struct {
 	caches  *Caches
 	batcher *ovn.Batcher
 	pods    *Pods
+	// dyn creates NetworkAttachmentDefinitions.
+	dyn dynamic.Interface
+	// term is the single shard term the slice's pod worker runs.
+	term    *Term
 	subnets *SubnetReconciler
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -57,6 +65,13 @@ func startSlice(t *testing.T) *slice {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &slice{t: t, kube: kube, cancel: cancel}
 	t.Cleanup(s.stop)
+
+	// Every slice serves attachments as a cluster with multus does.
+	kube.InstallNADCRD(t)
+	s.dyn = dynamic.NewForConfigOrDie(kube.Config)
+	nads := netattach.New(discovery.NewDiscoveryClientForConfigOrDie(kube.Config), s.dyn, 0, klog.Background())
+	nads.Start(ctx)
+	t.Cleanup(nads.Shutdown)
 
 	nb, err := ovn.NewClient(ctx, ovn.Config{Endpoints: []string{nbServer.Endpoint}})
 	if err != nil {
@@ -87,13 +102,14 @@ func startSlice(t *testing.T) *slice {
 
 	s.pods, err = NewPods(PodConfig{
 		Kube: kube.Client, Shardnet: kube.Shardnet, NB: nb,
-		Pods: caches.Pods, Nodes: caches.Nodes, StatefulSets: caches.StatefulSets, IPs: caches.IPs,
+		Pods: caches.Pods, StatefulSets: caches.StatefulSets, IPs: caches.IPs,
 		ClaimIndex: caches.ClaimIndex(), Catalog: caches, Subnets: caches.Registry, Claims: caches.Allocator,
-		Recorder: recorder, IPRecords: true,
+		Recorder: recorder, IPRecords: true, NADs: nads,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.term = s.pods.NewTerm(0, batcher)
 	s.subnets, err = NewSubnetReconciler(SubnetConfig{
 		NB: nb, Shardnet: kube.Shardnet, Subnets: caches.SubnetLister, Nodes: caches.Nodes,
 		Claims: caches.Claims, Registry: caches.Registry, Recorder: recorder,
@@ -131,6 +147,9 @@ func startSlice(t *testing.T) *slice {
 	if err := caches.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if !cache.WaitForCacheSync(ctx.Done(), nads.HasSynced) {
+		t.Fatal("NetworkAttachmentDefinitions never synced")
+	}
 	work := func(q workqueue.TypedRateLimitingInterface[string], h func(context.Context, string) error) {
 		defer s.wg.Done()
 		for {
@@ -149,7 +168,7 @@ func startSlice(t *testing.T) *slice {
 	}
 	for range 8 {
 		s.wg.Add(1)
-		go work(podQ, func(ctx context.Context, key string) error { return s.pods.Reconcile(ctx, batcher, 0, key) })
+		go work(podQ, func(ctx context.Context, key string) error { return s.term.Reconcile(ctx, key) })
 	}
 	s.wg.Add(1)
 	go work(subnetQ, s.subnets.Reconcile)

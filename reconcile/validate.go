@@ -59,9 +59,16 @@ type Request struct {
 // ParseRequest reads and checks the default-network annotations of pod
 // (and its namespace's ip_pool). Every failure is an *InputError.
 func ParseRequest(pod *corev1.Pod, ns *corev1.Namespace) (Request, error) {
+	return ParseRequestFor(pod, ns, DefaultProvider)
+}
+
+// ParseRequestFor reads and checks the annotations of pod's network of
+// provider. The namespace's ip_pool serves the default network only
+// (docs/contract.md §4). Every failure is an *InputError.
+func ParseRequestFor(pod *corev1.Pod, ns *corev1.Namespace, provider string) (Request, error) {
 	var r Request
 	ann := pod.Annotations
-	get := func(k string) (string, string) { key := DefaultKey(k); return key, ann[key] }
+	get := func(k string) (string, string) { key := Key(provider, k); return key, ann[key] }
 
 	if key, v := get(KeyIPAddress); v != "" {
 		a, err := ipam.ParseAddresses(v)
@@ -78,7 +85,7 @@ func ParseRequest(pod *corev1.Pod, ns *corev1.Namespace) (Request, error) {
 		r.MAC = m
 	}
 	key, v := get(KeyIPPool)
-	if v == "" {
+	if v == "" && provider == DefaultProvider {
 		key, v = DefaultKey(KeyIPPool), nsAnnotations(ns)[DefaultKey(KeyIPPool)]
 	}
 	if v != "" {
@@ -89,10 +96,10 @@ func ParseRequest(pod *corev1.Pod, ns *corev1.Namespace) (Request, error) {
 		r.PoolList = ref.List
 	}
 	var err error
-	if r.PortSecurity, err = parseBool(ann, KeyPortSecurity); err != nil {
+	if r.PortSecurity, err = parseBool(ann, Key(provider, KeyPortSecurity)); err != nil {
 		return r, err
 	}
-	if r.Layer2Forward, err = parseBool(ann, KeyLayer2Forward); err != nil {
+	if r.Layer2Forward, err = parseBool(ann, Key(provider, KeyLayer2Forward)); err != nil {
 		return r, err
 	}
 	if key, v := get(KeyPortVIPs); v != "" {
@@ -122,8 +129,7 @@ func ParseRequest(pod *corev1.Pod, ns *corev1.Namespace) (Request, error) {
 	return r, nil
 }
 
-func parseBool(ann map[string]string, k string) (bool, error) {
-	key := DefaultKey(k)
+func parseBool(ann map[string]string, key string) (bool, error) {
 	switch v := ann[key]; v {
 	case "", "false":
 		return false, nil

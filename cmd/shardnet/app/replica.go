@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -130,8 +132,9 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	c := r.caches
 	if r.pods, err = reconcile.NewPods(reconcile.PodConfig{
 		Kube: r.kube, Shardnet: r.sn, NB: r.nb,
-		Pods: c.Pods, Nodes: c.Nodes, StatefulSets: c.StatefulSets, IPs: c.IPs,
+		Pods: c.Pods, StatefulSets: c.StatefulSets, IPs: c.IPs,
 		ClaimIndex: c.ClaimIndex(), Catalog: c, Subnets: c.Registry, Claims: c.Allocator, Recorder: recorder,
+		NADs:          r.ctrl.Informers().NADs,
 		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
 		IPRecords: opts.IPRecords, Metrics: r.met,
 	}); err != nil {
@@ -146,7 +149,27 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		return nil, err
 	}
 	r.gc = reconcile.NewGC(c, r.nb.PodKeys, opts.GCGrace)
+	// A pod waiting for a NetworkAttachmentDefinition is served as soon
+	// as it comes, not at its next retry.
+	r.ctrl.Informers().NADs.OnChange(r.enqueueNADUsers)
 	return r, nil
+}
+
+// enqueueNADUsers queues the pods whose network annotations may name the
+// NetworkAttachmentDefinition namespace/name; the shard owner of each
+// reconciles it (others drop the key). A cheap substring match: a false
+// positive costs one no-op reconcile.
+func (r *Replica) enqueueNADUsers(_, name string) {
+	pods, err := r.caches.Pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if strings.Contains(p.Annotations[reconcile.AnnotationNetworks], name) ||
+			strings.Contains(p.Annotations[reconcile.AnnotationDefaultNetwork], name) {
+			r.ctrl.Enqueue(p.Namespace + "/" + p.Name)
+		}
+	}
 }
 
 func (r *Replica) cachesSynced() error {
@@ -324,6 +347,8 @@ type shardReconciler struct {
 	// batcher is set by OnAcquire, before any Reconcile, and closed by
 	// OnRelease, after the last.
 	batcher *ovn.Batcher
+	// term reconciles the shard's keys through batcher; set with it.
+	term *reconcile.Term
 }
 
 var (
@@ -332,7 +357,7 @@ var (
 )
 
 func (s *shardReconciler) Reconcile(ctx context.Context, key string) error {
-	return s.r.pods.Reconcile(ctx, s.batcher, s.shard, key)
+	return s.term.Reconcile(ctx, key)
 }
 
 // OnAcquire records the epoch in the Northbound, which fences off every
@@ -351,6 +376,7 @@ func (s *shardReconciler) OnAcquire(ctx context.Context, shard int, epoch uint64
 		return err
 	}
 	s.batcher = b
+	s.term = s.r.pods.NewTerm(shard, b)
 	return nil
 }
 

@@ -1,0 +1,503 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/puzpuzpuz/xsync/v4"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn"
+	"github.com/shardnet/shardnet/queue"
+)
+
+// Term reconciles the pod keys of one shard term: it applies the
+// Planner's plans through the term's fenced Northbound writer. What it
+// remembers about keys (ports it committed, allocations it made, patches
+// it wrote) belongs to the term and ends with it, so a shard that moves
+// away and back starts from the caches, never from an older term's
+// memory.
+//
+// One key is never reconciled by two goroutines at once (the queue
+// guarantees it), so the per-key entries need no lock of their own; the
+// maps are shared by the term's workers, which is why they are xsync
+// maps: lock-free reads on every reconcile, no global mutex across
+// workers.
+type Term struct {
+	p     *Pods
+	shard int
+	w     ShardWriter
+	// written maps a port name to what this term last committed for it,
+	// so that a reconcile running before the cache has the port does not
+	// write it again.
+	written *xsync.Map[string, writtenPort]
+	// recent maps a pod key to the allocations this term made for it,
+	// for the moment before the claim informer delivers the claims.
+	recent *xsync.Map[string, recentAllocs]
+	// patched maps a pod key to the version this term's last annotation
+	// patch created, so that a reconcile reading a cache older than that
+	// write leaves the work to the event the write is bound to bring.
+	patched *xsync.Map[string, patchedVersion]
+}
+
+// NewTerm returns the reconciler of one shard term writing through w.
+func (p *Pods) NewTerm(shard int, w ShardWriter) *Term {
+	return &Term{
+		p: p, shard: shard, w: w,
+		written: xsync.NewMap[string, writtenPort](),
+		recent:  xsync.NewMap[string, recentAllocs](),
+		patched: xsync.NewMap[string, patchedVersion](),
+	}
+}
+
+// cacheLagTolerance is how long a term trusts its own memory of a write
+// the caches have not shown yet; past it the write is taken for lost.
+const cacheLagTolerance = 30 * time.Second
+
+// writtenPort is a committed port: what it carried and when.
+type writtenPort struct {
+	fingerprint string
+	at          time.Time
+}
+
+// recentAllocs are the allocations made for one owner, by provider.
+type recentAllocs struct {
+	owner v1alpha1.ClaimOwner
+	at    time.Time
+	by    map[string]ipam.Allocation
+}
+
+// patchedVersion is the pod version an annotation patch returned.
+type patchedVersion struct {
+	uid     types.UID
+	version string
+	at      time.Time
+}
+
+// Reconcile converges the pod key. Input errors come back as
+// queue.Permanent (the pod's next update retries), failures a retry can
+// cure as plain errors or queue.RetryAfter.
+func (t *Term) Reconcile(ctx context.Context, key string) error {
+	start := t.p.cfg.Now()
+	ctx, span := startReconcile(ctx, t.shard, key)
+	phase, err := t.reconcile(ctx, key)
+	result := "ok"
+	switch {
+	case err == nil:
+	case queue.IsPermanent(err):
+		result = "invalid"
+	default:
+		result = "error"
+	}
+	t.p.cfg.Metrics.Reconciled(phase, result, t.p.cfg.Now().Sub(start))
+	endReconcile(span, phase, result, err)
+	return err
+}
+
+func (t *Term) reconcile(ctx context.Context, key string) (string, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return "noop", queue.Permanent(fmt.Errorf("bad pod key %q: %w", key, err))
+	}
+	pod, err := t.p.cfg.Pods.Pods(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "noop", err
+	}
+	if pod == nil || pod.Spec.HostNetwork || !Alive(pod, t.p.cfg.Now()) {
+		return "release", t.release(ctx, key, pod)
+	}
+	return t.ensure(ctx, key, pod)
+}
+
+// behindOwnPatch reports whether the cached pod is older than the version
+// this term's last patch of it created: everything the reconcile would
+// do from that pod was done for it, and the informer has yet to deliver
+// the patch, whose event queues the key again. Versions that do not
+// compare (an API server that is not etcd-backed) are never behind.
+func (t *Term) behindOwnPatch(key string, pod *corev1.Pod) bool {
+	pv, ok := t.patched.Load(key)
+	if !ok {
+		return false
+	}
+	if pv.uid != pod.UID || t.p.cfg.Now().Sub(pv.at) >= cacheLagTolerance {
+		t.patched.Compute(key, func(old patchedVersion, loaded bool) (patchedVersion, xsync.ComputeOp) {
+			if loaded && old == pv {
+				return old, xsync.DeleteOp
+			}
+			return old, xsync.CancelOp
+		})
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(pod.ResourceVersion, pv.version)
+	return err == nil && c < 0
+}
+
+// recentFor returns this term's recent allocations for the owner.
+func (t *Term) recentFor(key string, owner v1alpha1.ClaimOwner) map[string]ipam.Allocation {
+	r, ok := t.recent.Load(key)
+	if !ok || r.owner != owner || t.p.cfg.Now().Sub(r.at) >= cacheLagTolerance {
+		return nil
+	}
+	return r.by
+}
+
+// remember records an allocation made for the owner on provider.
+func (t *Term) remember(key string, owner v1alpha1.ClaimOwner, provider string, al ipam.Allocation) {
+	now := t.p.cfg.Now()
+	by := map[string]ipam.Allocation{}
+	if r, ok := t.recent.Load(key); ok && r.owner == owner && now.Sub(r.at) < cacheLagTolerance {
+		for k, v := range r.by {
+			by[k] = v
+		}
+	}
+	by[provider] = al
+	t.recent.Store(key, recentAllocs{owner: owner, at: now, by: by})
+}
+
+func (t *Term) forget(key string) {
+	t.recent.Delete(key)
+	t.patched.Delete(key)
+}
+
+func (t *Term) recentlyWritten(port, fingerprint string) bool {
+	w, ok := t.written.Load(port)
+	return ok && w.fingerprint == fingerprint && t.p.cfg.Now().Sub(w.at) < cacheLagTolerance
+}
+
+func (t *Term) warn(pod *corev1.Pod, reason string, err error) {
+	t.p.cfg.Recorder.Event(pod, corev1.EventTypeWarning, reason, err.Error())
+}
+
+// ensure applies a live pod's plan: releases what unplugged networks
+// hold, allocates each network's addresses, commits every port and
+// routed-phase row of the pod in one Northbound request, writes the IP
+// records, and patches the pod once.
+func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string, error) {
+	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	if t.behindOwnPatch(key, pod) {
+		// An event of the pod from before this term's patch (kwok's or
+		// the kubelet's status update racing it): redoing the routed phase
+		// and the patch from it would cost a transaction and a write.
+		log.V(5).Info("Cache behind this term's own patch; waiting for its event", "version", pod.ResourceVersion)
+		return "noop", nil
+	}
+	owner := ClaimOwnerOf(pod)
+	var plan *Plan
+	if err := inStage(ctx, stageResolve, func(context.Context) error {
+		var err error
+		plan, err = t.p.planner.Plan(PlanInput{
+			Pod: pod, Claims: claimsOf(t.p.cfg.ClaimIndex, key), Recent: t.recentFor(key, owner), Now: t.p.cfg.Now(),
+		})
+		return err
+	}); err != nil {
+		return "allocate", queue.Permanent(err)
+	}
+	var errs []error
+	for _, f := range plan.Failed {
+		t.warn(pod, f.Reason, f)
+		errs = append(errs, t.failureError(f))
+	}
+
+	var (
+		ops    []ovsdb.Operation
+		remove []string
+	)
+	for _, u := range plan.Unplug {
+		uops, err := t.unplugOps(u)
+		if err != nil {
+			return "allocate", err
+		}
+		ops = append(ops, uops...)
+		remove = append(remove, u.Annotations...)
+	}
+
+	type done struct {
+		np *NetworkPlan
+		w  NetworkWrites
+	}
+	var served []done
+	for _, np := range plan.Networks {
+		al, err := t.allocate(ctx, pod, plan, np)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		w := t.p.planner.Complete(pod, np, al)
+		nops, err := t.networkOps(w, pod.Spec.NodeName)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ops = append(ops, nops...)
+		served = append(served, done{np, w})
+		if np.IgnoredSwitch != "" {
+			// The patch below writes the subnet back, so this is said once
+			// per edit.
+			t.warn(pod, ReasonSubnetChangeIgnored, fmt.Errorf("network %s is allocated on subnet %s: %s=%s is ignored; re-create the pod to move it",
+				np.Provider, np.Subnet.Name, Key(np.Provider, KeyLogicalSwitch), np.IgnoredSwitch))
+		}
+	}
+
+	if len(ops) > 0 {
+		if _, err := t.w.Submit(ctx, ops...); err != nil {
+			for _, d := range served {
+				if d.w.Port != nil {
+					t.written.Delete(d.w.Port.Name)
+				}
+			}
+			if !errors.Is(err, ovn.ErrStaleEpoch) {
+				t.warn(pod, ReasonPort, err)
+			}
+			return "allocate", fmt.Errorf("writing the ports of %s: %w", key, err)
+		}
+		now := t.p.cfg.Now()
+		for _, d := range served {
+			if d.w.Port != nil {
+				t.written.Store(d.w.Port.Name, writtenPort{fingerprint: portFingerprint(d.w, pod.Spec.NodeName), at: now})
+			}
+		}
+	}
+
+	if t.p.cfg.IPRecords {
+		if err := inStage(ctx, stageIPRecord, func(ctx context.Context) error {
+			for _, u := range plan.Unplug {
+				if err := t.deleteIPRecord(ctx, u.IPRecord, nil); err != nil {
+					return err
+				}
+			}
+			for _, d := range served {
+				if err := t.ensureIPRecord(ctx, d.w.IPRecord); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return "allocate", err
+		}
+	}
+	for _, u := range plan.Unplug {
+		for _, c := range u.Claims {
+			if err := t.releaseClaim(ctx, c); err != nil {
+				return "allocate", err
+			}
+		}
+	}
+
+	want := map[string]string{}
+	routed := false
+	for _, d := range served {
+		for k, v := range d.w.Annotations {
+			want[k] = v
+		}
+		routed = routed || d.w.Routed
+	}
+	phase := "allocate"
+	if routed {
+		phase = "route"
+	}
+	if err := t.patch(ctx, key, pod, want, remove); err != nil {
+		return "allocate", err
+	}
+	if len(errs) > 0 {
+		return phase, joinRetry(errs)
+	}
+	if len(served) == 0 && len(remove) == 0 && len(plan.Unplug) == 0 {
+		return "noop", nil
+	}
+	return phase, nil
+}
+
+// allocate obtains a network's addresses as its plan says: releasing the
+// claims the plan gave up first, and never allocating twice for one
+// owner (the claims of a lost reply are found by name).
+func (t *Term) allocate(ctx context.Context, pod *corev1.Pod, plan *Plan, np *NetworkPlan) (ipam.Allocation, error) {
+	var al ipam.Allocation
+	err := inStage(ctx, stageIPAM, func(ctx context.Context) error {
+		for _, c := range np.Release {
+			if err := t.releaseClaim(ctx, c); err != nil {
+				return err
+			}
+		}
+		a := np.Address
+		r := ipam.Request{Owner: plan.Owner, Provider: np.Provider, NodeName: pod.Spec.NodeName, MAC: a.MAC}
+		claims, sub := t.p.cfg.Claims, np.Alloc
+		var err error
+		switch a.Source {
+		case FromClaims, FromRecent:
+			al = ipam.Allocation{Subnet: np.Subnet.Name, Addresses: a.Addresses, MAC: a.MAC}
+		case FromAnnotations, FromStatic:
+			al, err = claims.AllocateStatic(ctx, sub, a.Addresses, t.shard, r)
+		case FromList:
+			al, err = claims.AllocateFromList(ctx, sub, a.List, a.Ordinal, t.shard, r)
+		case FromPool:
+			al, err = claims.AllocateFromPool(ctx, sub, a.Pool, t.shard, r)
+		default:
+			al, err = claims.Allocate(ctx, sub, t.shard, r)
+		}
+		if err != nil {
+			return t.addressError(pod, np, err)
+		}
+		if a.Source != FromClaims && a.Source != FromRecent {
+			t.remember(plan.Key, plan.Owner, np.Provider, al)
+		}
+		if err := checkStaticMatches(np.Request, al); err != nil {
+			t.warn(pod, ReasonAddress, err)
+			return queue.Permanent(err)
+		}
+		return nil
+	})
+	return al, err
+}
+
+// networkOps are the Northbound ops of one network's writes, nil when
+// this term committed exactly them a moment ago and the cache has not
+// caught up (writing the port again would fail on its unique name).
+func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, error) {
+	if w.Port == nil {
+		return nil, nil
+	}
+	nb := t.p.cfg.NB
+	if _, cached := nb.Port(w.Port.Name); !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
+		return nil, nil
+	}
+	ops, ref, err := nb.EnsurePort(*w.Port)
+	if err != nil {
+		if errors.Is(err, ovn.ErrNotFound) {
+			// The subnet reconciler has not created the switch yet.
+			return nil, queue.RetryAfter(time.Second)
+		}
+		return nil, fmt.Errorf("building port %s: %w", w.Port.Name, err)
+	}
+	if w.Route == nil {
+		return ops, nil
+	}
+	if g := w.Route.PortGroup; g != "" {
+		aops, err := nb.AddToPortGroup(g, ref)
+		if errors.Is(err, ovn.ErrNotFound) {
+			// The subnet reconciler creates each node's group; until it
+			// has, the pod waits rather than racing other pods to insert it.
+			return nil, queue.RetryAfter(time.Second)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("building port group %s membership: %w", g, err)
+		}
+		ops = append(ops, aops...)
+	}
+	for _, r := range w.Route.Routes {
+		rops, err := nb.EnsureStaticRoute(r)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, rops...)
+	}
+	for _, n := range w.Route.NATs {
+		nops, err := nb.EnsureNAT(n)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, nops...)
+	}
+	return ops, nil
+}
+
+// unplugOps delete the ports of a provider the pod no longer asks for.
+func (t *Term) unplugOps(u *Unplug) ([]ovsdb.Operation, error) {
+	var ops []ovsdb.Operation
+	for _, name := range u.Ports {
+		dops, err := t.p.cfg.NB.DeletePort(name)
+		if err != nil {
+			return nil, fmt.Errorf("building delete of port %s: %w", name, err)
+		}
+		ops = append(ops, dops...)
+		t.written.Delete(name)
+	}
+	return ops, nil
+}
+
+// portFingerprint is what a port and its routed phase were written from.
+func portFingerprint(w NetworkWrites, node string) string {
+	p := w.Port
+	fp := fmt.Sprintf("%s|%s|%s|%v|%v|%v|%v|%s", p.Switch, p.IPs, p.MAC, p.PortSecurity, p.Layer2Forward, p.VIPs, w.Routed, node)
+	if w.Route != nil {
+		fp += fmt.Sprintf("|%s|%v|%v", w.Route.PortGroup, w.Route.Routes, w.Route.NATs)
+	}
+	return fp
+}
+
+// patch writes the pod's annotations in one merge patch, carrying the
+// pod's UID so that it cannot land on a re-created pod of the same name.
+func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[string]string, remove []string) error {
+	body := annotationPatch(pod, want, remove)
+	if body == nil {
+		return nil
+	}
+	wasAllocated := pod.Annotations[DefaultKey(KeyAllocated)] == "true"
+	err := inStage(ctx, stagePatch, func(ctx context.Context) error {
+		out, err := t.p.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		if err == nil && out != nil {
+			t.patched.Store(key, patchedVersion{uid: out.UID, version: out.ResourceVersion, at: t.p.cfg.Now()})
+		}
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
+		// Gone, or replaced by a pod of another UID (the patch carries the
+		// UID as a precondition): the next reconcile of the key sees which.
+		klog.FromContext(ctx).V(4).Info("Pod changed under the patch; retrying", "pod", key, "err", err)
+		return queue.RetryAfter(100 * time.Millisecond)
+	case err != nil:
+		return fmt.Errorf("patching pod %s: %w", key, err)
+	}
+	if !wasAllocated && want[DefaultKey(KeyAllocated)] == "true" {
+		t.p.cfg.Metrics.Annotated(t.p.cfg.Now().Sub(pod.CreationTimestamp.Time))
+	}
+	return nil
+}
+
+// annotationPatch is the merge patch that sets want and removes remove on
+// pod, with the pod's UID as a precondition; nil when nothing changes.
+func annotationPatch(pod *corev1.Pod, want map[string]string, remove []string) []byte {
+	changed := map[string]any{}
+	for k, v := range want {
+		if cur, ok := pod.Annotations[k]; !ok || cur != v {
+			changed[k] = v
+		}
+	}
+	for _, k := range remove {
+		if _, ok := pod.Annotations[k]; ok {
+			changed[k] = nil
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID, "annotations": changed}})
+	return b
+}
+
+// checkStaticMatches refuses a held allocation that no longer matches a
+// static address the user has since written: the address of a running pod
+// is not changed under it.
+func checkStaticMatches(req Request, al ipam.Allocation) error {
+	if req.Static.IsZero() {
+		return nil
+	}
+	for _, a := range req.Static.List() {
+		if a != al.Addresses.V4 && a != al.Addresses.V6 {
+			return fmt.Errorf("pod already holds %s; a running pod's address is not changed to %s", al.Addresses, req.Static)
+		}
+	}
+	return nil
+}

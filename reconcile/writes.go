@@ -1,0 +1,203 @@
+package reconcile
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn"
+)
+
+// NetworkWrites are the rows and annotations of one allocated network:
+// what Complete derives from a NetworkPlan and its allocation.
+type NetworkWrites struct {
+	// Port is the Northbound port; nil for an IPAM-only network.
+	Port *ovn.PortSpec
+	// Route is the routed phase; nil when it is not due (no node yet,
+	// done already for these addresses and node, or not an overlay
+	// subnet of the cluster router).
+	Route *RouteWrites
+	// IPRecord is the kubeovn.io IP record; nil when records are off.
+	IPRecord *IPRecord
+	// Annotations are the values shardnet owns on this network.
+	Annotations map[string]string
+	// Routed is true when the pod has a node and the network needs no
+	// further routed-phase work after Route.
+	Routed bool
+}
+
+// RouteWrites are the routed-phase rows of one network.
+type RouteWrites struct {
+	// PortGroup is the node port group the port joins; "" for none.
+	PortGroup string
+	Routes    []ovn.RouteSpec
+	NATs      []ovn.NATSpec
+}
+
+// IPRecord is a kubeovn.io IP record to ensure.
+type IPRecord struct {
+	Name   string
+	Labels map[string]string
+	Spec   kubeovnv1.IPSpec
+}
+
+// Complete derives a network's writes from its plan and the allocation
+// the shell obtained for it (docs/contract.md §5). Pure, like Plan.
+func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) NetworkWrites {
+	key := pod.Namespace + "/" + pod.Name
+	s := np.Subnet
+	var w NetworkWrites
+	if np.Port != "" {
+		w.Port = &ovn.PortSpec{
+			Name:          np.Port,
+			Switch:        s.Name,
+			Pod:           key,
+			MAC:           al.MAC.String(),
+			IPs:           addrStrings(al.Addresses),
+			PortSecurity:  np.Request.PortSecurity,
+			VIPs:          addrList(np.Request.PortVIPs),
+			Layer2Forward: np.Request.Layer2Forward,
+		}
+	}
+	w.Annotations = pl.annotations(pod, np, al)
+	if np.Port != "" && pod.Spec.NodeName != "" {
+		w.Routed = true
+		w.Annotations[Key(np.Provider, KeyRouted)] = "true"
+		if !alreadyRouted(pod, np.Provider, s.Name, al) {
+			w.Route = pl.routeWrites(s, pod, np, al)
+		}
+	}
+	if np.IPRecord != "" {
+		w.IPRecord = ipRecord(pod, np, al)
+	}
+	return w
+}
+
+// alreadyRouted reports whether the pod's annotations say the routed
+// phase is done for these addresses on this subnet. The routed phase runs
+// once per address and node: its port group membership is a set mutation
+// the trimmed cache cannot see, so redoing it on every pod event would
+// cost a transaction each time.
+func alreadyRouted(pod *corev1.Pod, provider, subnet string, al ipam.Allocation) bool {
+	ann := pod.Annotations
+	return ann[Key(provider, KeyRouted)] == "true" && ann[Key(provider, KeyLogicalSwitch)] == subnet &&
+		ann[Key(provider, KeyIPAddress)] == al.Addresses.String()
+}
+
+// annotations are the values shardnet owns on one network
+// (docs/contract.md A1-A9).
+func (pl *Planner) annotations(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) map[string]string {
+	s, k := np.Subnet, func(key string) string { return Key(np.Provider, key) }
+	want := map[string]string{
+		k(KeyIPAddress): al.Addresses.String(),
+		k(KeyCIDR):      s.Spec.CIDRBlock,
+		k(KeyGateway):   np.Alloc.Gateways().String(),
+		k(KeyAllocated): "true",
+	}
+	if np.Kind == AttachmentIPAMOnly {
+		// Addresses only: the attachment's own CNI plugin wires the
+		// interface, so no MAC, switch or NIC type is promised.
+		return want
+	}
+	want[k(KeyMACAddress)] = al.MAC.String()
+	want[k(KeyLogicalSwitch)] = s.Name
+	if pod.Annotations[k(KeyPodNICType)] == "" {
+		want[k(KeyPodNICType)] = pl.PodNICType
+	}
+	if s.Spec.Vlan == "" || s.Spec.LogicalGateway || s.Spec.U2OInterconnection {
+		want[k(KeyLogicalRouter)] = pl.vpc(s)
+	}
+	return want
+}
+
+func (pl *Planner) vpc(s *kubeovnv1.Subnet) string {
+	if s.Spec.Vpc == "" {
+		return pl.ClusterRouter
+	}
+	return s.Spec.Vpc
+}
+
+// routeWrites are the routed-phase rows for a network with a node
+// (docs/contract.md §5.2).
+func (pl *Planner) routeWrites(s *kubeovnv1.Subnet, pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) *RouteWrites {
+	vpc := pl.vpc(s)
+	overlay := s.Spec.Vlan == "" || s.Spec.LogicalGateway
+	if !overlay || vpc != pl.ClusterRouter {
+		return nil
+	}
+	req := np.Request
+	key := pod.Namespace + "/" + pod.Name
+	rw := &RouteWrites{}
+	if !req.NorthGateway.IsValid() && s.Spec.GatewayType != kubeovnv1.GatewayTypeCentralized && !req.EIP.IsValid() && !req.SNAT.IsValid() {
+		rw.PortGroup = NodePortGroupName(s.Name, pod.Spec.NodeName)
+	}
+	for _, a := range al.Addresses.List() {
+		if req.NorthGateway.IsValid() && req.NorthGateway.Is4() == a.Is4() {
+			rw.Routes = append(rw.Routes, ovn.RouteSpec{Router: vpc, Prefix: a.String(), Nexthop: req.NorthGateway.String(), Policy: "src-ip", Pod: key})
+		}
+		if req.EIP.IsValid() && req.EIP.Is4() == a.Is4() {
+			rw.NATs = append(rw.NATs, ovn.NATSpec{Router: vpc, Type: "dnat_and_snat", ExternalIP: req.EIP.String(), LogicalIP: a.String(), Pod: key})
+		}
+		if req.SNAT.IsValid() && req.SNAT.Is4() == a.Is4() {
+			rw.NATs = append(rw.NATs, ovn.NATSpec{Router: vpc, Type: "snat", ExternalIP: req.SNAT.String(), LogicalIP: a.String(), Pod: key})
+		}
+	}
+	return rw
+}
+
+// ipRecord is the kubeovn.io IP record of one network, named like its
+// port (docs/contract.md §5.3).
+func ipRecord(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) *IPRecord {
+	spec := kubeovnv1.IPSpec{
+		PodName:    pod.Name,
+		Namespace:  pod.Namespace,
+		Subnet:     np.Subnet.Name,
+		NodeName:   pod.Spec.NodeName,
+		IPAddress:  al.Addresses.String(),
+		MacAddress: al.MAC.String(),
+		PodType:    PodType(pod),
+	}
+	if np.Kind == AttachmentIPAMOnly {
+		spec.MacAddress = ""
+	}
+	if al.Addresses.V4.IsValid() {
+		spec.V4IPAddress = al.Addresses.V4.String()
+	}
+	if al.Addresses.V6.IsValid() {
+		spec.V6IPAddress = al.Addresses.V6.String()
+	}
+	return &IPRecord{
+		Name:   np.IPRecord,
+		Labels: map[string]string{"ovn.kubernetes.io/subnet": np.Subnet.Name, np.Subnet.Name: ""},
+		Spec:   spec,
+	}
+}
+
+// NodePortGroupName is the port group of a subnet's ports on one node, as
+// kube-ovn names it (dashes become dots, port group names allow neither
+// dashes at the start nor most punctuation).
+func NodePortGroupName(subnet, node string) string {
+	return replaceDash(subnet + "." + node)
+}
+
+func replaceDash(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '-' {
+			b[i] = '.'
+		}
+	}
+	return string(b)
+}
+
+func addrStrings(a ipam.Addresses) []string { return addrList(a.List()) }
+
+func addrList(as []netip.Addr) []string {
+	out := make([]string, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
+}
