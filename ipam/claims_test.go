@@ -593,28 +593,6 @@ func TestClaimsDerivedMACFollowsFinalPick(t *testing.T) {
 	}
 }
 
-func TestHeld(t *testing.T) {
-	store := newMemStore()
-	mac := "00:00:5e:00:53:77"
-	store.put("n", "10.0.0.5", pod("a"), mac)
-	store.put("n", "fd00::5", pod("a"), mac)
-	store.put("m", "10.0.0.6", pod("a"), "")
-	store.put("n", "10.0.0.7", pod("b"), "")
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, ClaimIndexers())
-	for _, c := range store.list() {
-		if err := idx.Add(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, m, err := Held(idx, "n", pod("a"))
-	if err != nil || a.String() != "10.0.0.5,fd00::5" || m.String() != mac {
-		t.Fatalf("Held = %s, %s, %v", a, m, err)
-	}
-	if a, _, err := Held(idx, "n", pod("c")); err != nil || !a.IsZero() {
-		t.Fatalf("Held of an owner without claims = %s, %v", a, err)
-	}
-}
-
 func TestTrackReportsUnreadableClaims(t *testing.T) {
 	store := newMemStore()
 	store.put("n", "10.0.0.5", pod("a"), "")
