@@ -71,7 +71,9 @@ func startSlice(t *testing.T) *slice {
 	s.dyn = dynamic.NewForConfigOrDie(kube.Config)
 	nads := netattach.New(discovery.NewDiscoveryClientForConfigOrDie(kube.Config), s.dyn, 0, klog.Background())
 	nads.Start(ctx)
-	t.Cleanup(nads.Shutdown)
+	// Cleanups run last-registered first: the context must end before
+	// Shutdown waits for the goroutines it ends.
+	t.Cleanup(func() { cancel(); nads.Shutdown() })
 
 	nb, err := ovn.NewClient(ctx, ovn.Config{Endpoints: []string{nbServer.Endpoint}})
 	if err != nil {
