@@ -22,51 +22,24 @@ import (
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden scenario files under testdata/")
 
-// fakeView is a View built from scenario commands.
+// fakeView is a View built from scenario commands, over the resolver
+// tests' catalog.
 type fakeView struct {
-	subnets    map[string]*kubeovnv1.Subnet
-	pools      map[string]*kubeovnv1.IPPool
-	namespaces map[string]*corev1.Namespace
-	nads       map[string]string
-	nadsOff    bool
-	full       map[string]bool
-	ports      map[string][]PortInfo
+	*fakeCatalog
+	nads    map[string]string
+	nadsOff bool
+	full    map[string]bool
+	ports   map[string][]PortInfo
 }
 
 func newFakeView() *fakeView {
 	return &fakeView{
-		subnets: map[string]*kubeovnv1.Subnet{}, pools: map[string]*kubeovnv1.IPPool{},
-		namespaces: map[string]*corev1.Namespace{}, nads: map[string]string{}, full: map[string]bool{},
-		ports: map[string][]PortInfo{},
+		fakeCatalog: &fakeCatalog{subnets: map[string]*kubeovnv1.Subnet{}, pools: map[string]*kubeovnv1.IPPool{},
+			namespaces: map[string]*corev1.Namespace{}},
+		nads: map[string]string{}, full: map[string]bool{}, ports: map[string][]PortInfo{},
 	}
 }
 
-func (v *fakeView) Subnet(name string) (*kubeovnv1.Subnet, bool) {
-	s, ok := v.subnets[name]
-	return s, ok
-}
-func (v *fakeView) Subnets() []*kubeovnv1.Subnet {
-	var out []*kubeovnv1.Subnet
-	for _, s := range v.subnets {
-		out = append(out, s)
-	}
-	return out
-}
-func (v *fakeView) IPPool(name string) (*kubeovnv1.IPPool, bool) {
-	p, ok := v.pools[name]
-	return p, ok
-}
-func (v *fakeView) IPPools() []*kubeovnv1.IPPool {
-	var out []*kubeovnv1.IPPool
-	for _, p := range v.pools {
-		out = append(out, p)
-	}
-	return out
-}
-func (v *fakeView) Namespace(name string) (*corev1.Namespace, bool) {
-	n, ok := v.namespaces[name]
-	return n, ok
-}
 func (v *fakeView) Allocator(name string) (*ipam.Subnet, error) {
 	s, ok := v.subnets[name]
 	if !ok {
