@@ -92,6 +92,11 @@ func parseNetworkSelections(value, podNamespace string) ([]NetworkSelection, err
 		// Would otherwise be read as a (bad) name; saying what is wrong
 		// helps whoever wrote a lone object where multus wants a list.
 		return nil, errors.New("the JSON form is a list of objects: wrap the object in [ ]")
+	case strings.ContainsAny(trimmed, `[{"`):
+		// multus takes any value with one of these for JSON, and refuses
+		// it when it is not a JSON list; the text form's interface part
+		// would otherwise let them through.
+		return nil, errors.New(`[, { or " outside a JSON list`)
 	}
 	var sels []NetworkSelection
 	for _, entry := range splitComma(trimmed) {

@@ -76,7 +76,9 @@ func TestParseNetworkSelections(t *testing.T) {
 		{name: "text interface with colon", value: "net1@eth0:1", wantErr: "interface"},
 		{name: "text interface dot", value: "net1@.", wantErr: "not a name"},
 		{name: "text interface dotdot", value: "net1@..", wantErr: "not a name"},
-		{name: "text quote", value: `"net1"`, wantErr: "network name"},
+		{name: "text quote", value: `"net1"`, wantErr: "outside a JSON list"},
+		{name: "text JSON characters in interface", value: `net1@eth{1`, wantErr: "outside a JSON list"},
+		{name: "text bracket later", value: `net1, [net2]`, wantErr: "outside a JSON list"},
 		{name: "text bad entry among good", value: "net1,Bad,net2", wantErr: `entry "Bad"`},
 		{name: "lone JSON object", value: `{"name":"net1"}`, wantErr: "wrap the object"},
 		{name: "pod namespace empty", value: "net1", podNS: "-", wantErr: "namespace"},
@@ -142,6 +144,8 @@ func TestParseNetworkSelections(t *testing.T) {
 		{name: "JSON bad MAC", value: `[{"name":"net1","mac":"02:00:00:00:00"}]`, wantErr: "not a MAC"},
 		{name: "JSON bad name", value: `[{"name":"Net1"}]`, wantErr: `network name "Net1"`},
 		{name: "JSON name with slash", value: `[{"name":"a/b"}]`, wantErr: `network name "a/b"`},
+		{name: "JSON interface with brackets", value: `[{"name":"net1","interface":"e[1]"}]`,
+			want: sels{{Namespace: podNS, Name: "net1", Interface: "e[1]"}}},
 		{name: "JSON bad namespace", value: `[{"name":"net1","namespace":"a.b"}]`, wantErr: `namespace "a.b"`},
 		{name: "JSON bad interface", value: `[{"name":"net1","interface":"a/b"}]`, wantErr: `interface "a/b"`},
 		{name: "JSON interface with space", value: `[{"name":"net1","interface":"eth 1"}]`, wantErr: "interface"},
@@ -419,7 +423,7 @@ func selectionsToJSON(t *testing.T, sels []NetworkSelection) string {
 func selectionsToText(sels []NetworkSelection) (string, bool) {
 	parts := make([]string, len(sels))
 	for i, s := range sels {
-		if s.IPs != nil || s.MAC != "" || strings.Contains(s.Name, ".") || strings.ContainsAny(s.Interface, ",/@") {
+		if s.IPs != nil || s.MAC != "" || strings.Contains(s.Name, ".") || strings.ContainsAny(s.Interface, `,/@[{"`) {
 			return "", false
 		}
 		parts[i] = s.Namespace + "/" + s.Name

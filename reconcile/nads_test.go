@@ -91,7 +91,7 @@ func newNAD(ns, name, config string) *unstructured.Unstructured {
 	return u
 }
 
-func createNamespace(t *testing.T, kube *harness.Kube, name string) {
+func createNADNamespace(t *testing.T, kube *harness.Kube, name string) {
 	t.Helper()
 	if _, err := kube.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestNADsNotServedThenInstalled(t *testing.T) {
 	}
 
 	kube.InstallNADCRD(t)
-	createNamespace(t, kube, "nad-late")
+	createNADNamespace(t, kube, "nad-late")
 	const cfg = `{"cniVersion":"0.3.1","type":"kube-ovn","provider":"late.nad-late.ovn"}`
 	if _, err := dyn.Resource(harness.NADResource).Namespace("nad-late").Create(context.Background(), newNAD("nad-late", "late", cfg), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestNADsServed(t *testing.T) {
 	kube.InstallNADCRD(t)
 	dyn := dynamic.NewForConfigOrDie(kube.Config)
 	ctx := context.Background()
-	createNamespace(t, kube, "nad-a")
+	createNADNamespace(t, kube, "nad-a")
 	nads := dyn.Resource(harness.NADResource).Namespace("nad-a")
 	const before = `{"cniVersion":"0.3.1","type":"kube-ovn","provider":"before.nad-a.ovn"}`
 	if _, err := nads.Create(ctx, newNAD("nad-a", "before", before), metav1.CreateOptions{}); err != nil {
