@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/queue"
 	"github.com/shardnet/shardnet/shard"
 )
@@ -88,18 +88,7 @@ func New(cfg Config) (*Controller, error) {
 	if c.met, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	if _, err := c.informers.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueObj,
-		UpdateFunc: func(old, obj any) {
-			// A resync delivers the same version again; it needs no work.
-			o, okOld := old.(metav1.Object)
-			n, okNew := obj.(metav1.Object)
-			if !okOld || !okNew || o.GetResourceVersion() != n.GetResourceVersion() {
-				c.enqueueObj(obj)
-			}
-		},
-		DeleteFunc: c.enqueueObj,
-	}); err != nil {
+	if _, err := c.informers.Pods.AddEventHandler(watch.Changes(c.enqueueObj)); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
 	if cfg.Setup != nil {

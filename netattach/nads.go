@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardnet/shardnet/internal/watch"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -224,17 +226,7 @@ func (n *NADs) runInformer(ctx context.Context) {
 	if err := inf.SetTransform(Trim); err != nil {
 		runtime.HandleErrorWithContext(ctx, err, "Trimming NetworkAttachmentDefinitions")
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: n.notify,
-		UpdateFunc: func(old, obj any) {
-			o, okOld := old.(metav1.Object)
-			c, okNew := obj.(metav1.Object)
-			if !okOld || !okNew || o.GetResourceVersion() != c.GetResourceVersion() {
-				n.notify(obj)
-			}
-		},
-		DeleteFunc: n.notify,
-	}); err != nil {
+	if _, err := inf.AddEventHandler(watch.Changes(n.notify)); err != nil {
 		runtime.HandleErrorWithContext(ctx, err, "Watching NetworkAttachmentDefinitions")
 	}
 	// Publish before clearing notServed, so HasSynced never reads true
