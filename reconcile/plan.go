@@ -204,10 +204,12 @@ func (pl *Planner) Plan(in PlanInput) (*Plan, error) {
 	nsObj, _ := pl.View.Namespace(pod.Namespace)
 
 	nets, unresolved := pl.networks(pod, p)
+	// One index lookup serves the held subnets and the unplugs.
+	ports := pl.View.PodPorts(key)
 	asked := map[string]bool{}
 	for _, n := range nets {
 		asked[n.provider] = true
-		np, fail := pl.network(in, nsObj, p.Owner, n)
+		np, fail := pl.network(in, nsObj, p.Owner, n, ports)
 		if fail != nil {
 			p.Failed = append(p.Failed, fail)
 			continue
@@ -215,7 +217,7 @@ func (pl *Planner) Plan(in PlanInput) (*Plan, error) {
 		p.Networks = append(p.Networks, np)
 	}
 	if !unresolved {
-		p.Unplug = pl.unplugs(in, key, asked)
+		p.Unplug = pl.unplugs(in, ports, asked)
 	}
 	return p, nil
 }
@@ -315,7 +317,7 @@ func (pl *Planner) attachment(sel NetworkSelection) (wanted, *NetworkFailure) {
 }
 
 // network decides one network: its subnet, claims and address request.
-func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1.ClaimOwner, w wanted) (*NetworkPlan, *NetworkFailure) {
+func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1.ClaimOwner, w wanted, ports []PortInfo) (*NetworkPlan, *NetworkFailure) {
 	pod := in.Pod
 	fail := func(reason string, err error) *NetworkFailure {
 		return &NetworkFailure{Provider: w.provider, Attachment: w.attachment, Reason: reason, Err: err}
@@ -331,7 +333,7 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 
 	mine, others := claimsOfProvider(in.Claims, w.provider, owner)
 	allocated := pod.Annotations[Key(w.provider, KeyAllocated)] == "true"
-	if held := pl.heldSubnet(pod, w.provider, mine, allocated); held != "" {
+	if held := pl.heldSubnet(pod, w.provider, mine, ports, allocated); held != "" {
 		// An allocated network keeps its subnet (docs/contract.md S6):
 		// following a logical_switch edit would move a running pod.
 		s, ok := pl.View.Subnet(held)
@@ -414,7 +416,7 @@ func selectionRequest(req *Request, sel NetworkSelection, kind AttachmentKind) e
 // heldSubnet is the subnet an allocated network is on: the subnet of its
 // claims, else of its port, else of its annotation. Empty when the
 // network is not allocated on this incarnation.
-func (pl *Planner) heldSubnet(pod *corev1.Pod, provider string, mine []*v1alpha1.AddressClaim, allocated bool) string {
+func (pl *Planner) heldSubnet(pod *corev1.Pod, provider string, mine []*v1alpha1.AddressClaim, ports []PortInfo, allocated bool) string {
 	if !allocated {
 		return ""
 	}
@@ -422,7 +424,7 @@ func (pl *Planner) heldSubnet(pod *corev1.Pod, provider string, mine []*v1alpha1
 		return c.Spec.Subnet
 	}
 	port := PortName(pod.Name, pod.Namespace, provider)
-	for _, pi := range pl.View.PodPorts(pod.Namespace + "/" + pod.Name) {
+	for _, pi := range ports {
 		if pi.Name == port && pi.Switch != "" {
 			return pi.Switch
 		}
@@ -569,7 +571,7 @@ func claimProvider(c *v1alpha1.AddressClaim) string {
 }
 
 // unplugs lists what the key holds on providers the pod no longer asks for.
-func (pl *Planner) unplugs(in PlanInput, key string, asked map[string]bool) []*Unplug {
+func (pl *Planner) unplugs(in PlanInput, ports []PortInfo, asked map[string]bool) []*Unplug {
 	pod := in.Pod
 	by := map[string]*Unplug{}
 	get := func(provider string) *Unplug {
@@ -590,7 +592,7 @@ func (pl *Planner) unplugs(in PlanInput, key string, asked map[string]bool) []*U
 		}
 	}
 	prefix := pod.Name + "." + pod.Namespace
-	for _, pi := range pl.View.PodPorts(key) {
+	for _, pi := range ports {
 		pr := DefaultProvider
 		if rest, ok := strings.CutPrefix(pi.Name, prefix+"."); ok {
 			pr = rest

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -179,17 +180,7 @@ func ipRecord(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) *IPRecord {
 // kube-ovn names it (dashes become dots, port group names allow neither
 // dashes at the start nor most punctuation).
 func NodePortGroupName(subnet, node string) string {
-	return replaceDash(subnet + "." + node)
-}
-
-func replaceDash(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '-' {
-			b[i] = '.'
-		}
-	}
-	return string(b)
+	return strings.ReplaceAll(subnet+"."+node, "-", ".")
 }
 
 func addrStrings(a ipam.Addresses) []string { return addrList(a.List()) }
