@@ -307,13 +307,14 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string,
 	if routed {
 		phase = "route"
 	}
-	if err := t.patch(ctx, key, pod, want, remove); err != nil {
+	patched, err := t.patch(ctx, key, pod, want, remove)
+	if err != nil {
 		return "allocate", err
 	}
 	if len(errs) > 0 {
 		return phase, joinRetry(errs)
 	}
-	if len(served) == 0 && len(remove) == 0 && len(plan.Unplug) == 0 {
+	if !patched && len(ops) == 0 && len(plan.Unplug) == 0 {
 		return "noop", nil
 	}
 	return phase, nil
@@ -438,10 +439,11 @@ func portFingerprint(w NetworkWrites, node string) string {
 
 // patch writes the pod's annotations in one merge patch, carrying the
 // pod's UID so that it cannot land on a re-created pod of the same name.
-func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[string]string, remove []string) error {
+// It reports whether there was anything to write.
+func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[string]string, remove []string) (bool, error) {
 	body := annotationPatch(pod, want, remove)
 	if body == nil {
-		return nil
+		return false, nil
 	}
 	wasAllocated := pod.Annotations[DefaultKey(KeyAllocated)] == "true"
 	err := inStage(ctx, stagePatch, func(ctx context.Context) error {
@@ -456,14 +458,14 @@ func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[
 		// Gone, or replaced by a pod of another UID (the patch carries the
 		// UID as a precondition): the next reconcile of the key sees which.
 		klog.FromContext(ctx).V(4).Info("Pod changed under the patch; retrying", "pod", key, "err", err)
-		return queue.RetryAfter(100 * time.Millisecond)
+		return true, queue.RetryAfter(100 * time.Millisecond)
 	case err != nil:
-		return fmt.Errorf("patching pod %s: %w", key, err)
+		return true, fmt.Errorf("patching pod %s: %w", key, err)
 	}
 	if !wasAllocated && want[DefaultKey(KeyAllocated)] == "true" {
 		t.p.cfg.Metrics.Annotated(t.p.cfg.Now().Sub(pod.CreationTimestamp.Time))
 	}
-	return nil
+	return true, nil
 }
 
 // annotationPatch is the merge patch that sets want and removes remove on
