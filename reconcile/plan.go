@@ -515,7 +515,15 @@ func (pl *Planner) addressRequest(in PlanInput, np *NetworkPlan, owner v1alpha1.
 	}
 	if al, ok := in.Recent[np.Provider]; ok && al.Subnet == np.Subnet.Name {
 		// This term made the claims a moment ago and the informer has not
-		// delivered them all: allocating again would leak them.
+		// delivered them all: allocating again would leak them. Claims of
+		// the owner here that the allocation does not use were left by an
+		// attempt whose outcome was lost (another term's, before a
+		// handoff): they go.
+		for _, c := range held {
+			if a, ok := addrOf(c); !ok || (a != al.Addresses.V4 && a != al.Addresses.V6) {
+				np.Release = append(np.Release, c)
+			}
+		}
 		return AddressRequest{Source: FromRecent, Addresses: al.Addresses, MAC: al.MAC}
 	}
 	// An incomplete set (one family of a dual-stack pair): start over.
