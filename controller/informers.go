@@ -11,14 +11,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
-	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
-	shardnetlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
 )
@@ -35,17 +32,10 @@ type Informers struct {
 	Kube informers.SharedInformerFactory
 	CRDs externalversions.SharedInformerFactory
 
-	Pods       cache.SharedIndexInformer
-	PodLister  corelisters.PodLister
-	Namespaces corelisters.NamespaceLister
-	Nodes      corelisters.NodeLister
-	Subnets    kubeovnlisters.SubnetLister
-	IPPools    kubeovnlisters.IPPoolLister
-	IPs        kubeovnlisters.IPLister
-	Vpcs       kubeovnlisters.VpcLister
-	Vlans      kubeovnlisters.VlanLister
-	Vips       kubeovnlisters.VipLister
-	Claims     shardnetlisters.AddressClaimLister
+	// Pods is the pod informer, indexed by shard. The other informers are
+	// requested from the factories by those who read them (Config.Setup),
+	// so a replica watches nothing it does not read.
+	Pods cache.SharedIndexInformer
 	// NADs are multus NetworkAttachmentDefinitions. Run starts them with
 	// the factories; on a cluster without multus they count as synced at
 	// once and their informer starts if the CRD appears later. Register
@@ -71,17 +61,6 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 	}}); err != nil {
 		return nil, fmt.Errorf("adding the shard index: %w", err)
 	}
-	inf.PodLister = pods.Lister()
-	inf.Namespaces = inf.Kube.Core().V1().Namespaces().Lister()
-	inf.Nodes = inf.Kube.Core().V1().Nodes().Lister()
-	ko := inf.CRDs.Kubeovn().V1()
-	inf.Subnets = ko.Subnets().Lister()
-	inf.IPPools = ko.IPPools().Lister()
-	inf.IPs = ko.IPs().Lister()
-	inf.Vpcs = ko.Vpcs().Lister()
-	inf.Vlans = ko.Vlans().Lister()
-	inf.Vips = ko.Vips().Lister()
-	inf.Claims = inf.CRDs.Shardnet().V1alpha1().AddressClaims().Lister()
 	return inf, nil
 }
 
