@@ -112,6 +112,11 @@ type Config struct {
 	Queue QueueOptions
 	// NewReconciler makes the per-shard reconcilers; required.
 	NewReconciler NewReconciler
+	// OnLeading, if set, is called when this replica starts leading the
+	// shard assignment, with a context that ends with the term; it must
+	// return promptly (see shard.Config.OnLeading). The caches are synced
+	// by then.
+	OnLeading func(ctx context.Context)
 	// Setup, if set, is called once before the informers start, to add
 	// event handlers (for example: a namespace change enqueues its pods
 	// through Controller.Enqueue) or request more informers.

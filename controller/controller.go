@@ -108,6 +108,7 @@ func New(cfg Config) (*Controller, error) {
 		RenewInterval:   cfg.RenewInterval,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Holder:          (*holder)(c),
+		OnLeading:       cfg.OnLeading,
 	})
 	if err != nil {
 		return nil, err

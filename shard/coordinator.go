@@ -78,6 +78,11 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Holder runs the shards. Required.
 	Holder Holder
+	// OnLeading, if set, is called when this replica starts leading, with
+	// a context that ends with the leadership term. It must return
+	// promptly; work that lasts the term belongs in a goroutine that
+	// watches the context.
+	OnLeading func(ctx context.Context)
 	// Clock is for tests. Default the real clock.
 	Clock clock.WithTicker
 }

@@ -37,6 +37,9 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 					logger.Info("Leading shard assignment")
 					c.leading.Store(true)
 					c.wake()
+					if f := c.cfg.OnLeading; f != nil {
+						f(lctx)
+					}
 					<-lctx.Done()
 					c.leading.Store(false)
 					c.wake()

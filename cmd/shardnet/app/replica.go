@@ -116,6 +116,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		Registerer:      reg,
 		ReadyChecks:     []func() error{r.nb.Ready, r.cachesSynced},
 		NewReconciler:   r.newShard,
+		OnLeading:       r.onLeading,
 		Setup: func(inf *controller.Informers) error {
 			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards, opts.IPRecords)
 			if err != nil {
@@ -211,7 +212,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	loops, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); r.leaderLoop(loops) }()
+	go func() { defer wg.Done(); r.statusLoop(loops) }()
 	go func() { defer wg.Done(); r.subnetWorker(loops) }()
 	go func() { defer wg.Done(); r.gcLoop(loops) }()
 	err := r.ctrl.Run(ctx)
@@ -233,34 +234,35 @@ func (r *Replica) IsLeader() bool { return r.ctrl.IsLeader() }
 // Owned is the shards this replica runs, with their epochs.
 func (r *Replica) Owned() map[int]uint64 { return r.ctrl.Owned() }
 
-// leaderLoop notices leadership changes: a new leader re-runs every subnet,
-// and the leader writes subnet counters every StatusInterval. Every replica
-// exports its own IPAM usage (each sees every claim).
-func (r *Replica) leaderLoop(ctx context.Context) {
+// onLeading starts a leadership term: the new leader re-runs every
+// subnet, and the leader metric follows the term.
+func (r *Replica) onLeading(ctx context.Context) {
+	klog.FromContext(ctx).Info("Leading: reconciling every subnet")
+	r.met.SetLeader(true)
+	r.enqueueSubnets()
+	go func() {
+		<-ctx.Done()
+		r.met.SetLeader(false)
+	}()
+}
+
+// statusLoop exports this replica's IPAM usage every StatusInterval (each
+// replica sees every claim) and, while it leads, writes the subnet
+// counters.
+func (r *Replica) statusLoop(ctx context.Context) {
 	tick := time.NewTicker(r.opts.StatusInterval)
 	defer tick.Stop()
-	leading := false
 	var repaired uint64
-	check := time.NewTicker(200 * time.Millisecond)
-	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-check.C:
-			now := r.ctrl.IsLeader()
-			if now && !leading && r.caches.Synced() {
-				klog.FromContext(ctx).Info("Leading: reconciling every subnet")
-				r.enqueueSubnets()
-			}
-			leading = now && r.caches.Synced()
-			r.met.SetLeader(now)
 		case <-tick.C:
 			if !r.caches.Synced() {
 				continue
 			}
 			usage := r.caches.Registry.Refresh()
-			if leading {
+			if r.ctrl.IsLeader() {
 				_ = r.subnets.RefreshStatus(ctx, usage)
 			}
 			r.met.SetUsage(usage)
