@@ -61,6 +61,9 @@ func Markdown(r *Result) string {
 	if ran("shardnet-3", "baseline") {
 		fmt.Fprintf(&b, "- batched / baseline (one shard, one NB transaction per pod): **%.2f**\n", r.Ratios.BatchedVsBaseline)
 	}
+	if ran(AttachScenario, RawAttachScenario) {
+		fmt.Fprintf(&b, "- shardnet (3 replicas), one OVN attachment per pod / raw API ceiling of the same writes: **%.2f** (no threshold)\n", r.Ratios.AttachVsRawAttach)
+	}
 	if ran("shardnet-3") {
 		fmt.Fprintf(&b, "- shardnet (3 replicas) / kube-ovn's 20 pods/s: **%.1fx** (goal >= 15x)\n", r.Ratios.VsKubeOVN)
 	}
@@ -133,7 +136,7 @@ func floats(v []float64) string {
 	return strings.Join(parts, "/")
 }
 
-var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"}
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"}
 
 // throughputSVG plots annotated pods over time, one line per scenario.
 func throughputSVG(r *Result) string {

@@ -26,6 +26,9 @@ type Scenario struct {
 	Batching bool   `json:"batching"`
 	// CreateRate is the paced create rate (pods/s); 0 means full speed.
 	CreateRate float64 `json:"createRate,omitempty"`
+	// Attachments is the OVN attachments each pod carries besides its
+	// default network; a pod counts as annotated once every network is.
+	Attachments int `json:"attachments,omitempty"`
 	// PodsPerSecond is N over the time from the first create to the last
 	// pod annotated (routed, for shardnet).
 	PodsPerSecond float64 `json:"podsPerSecond"`
@@ -104,6 +107,10 @@ type Ratios struct {
 	// (Scenario.RawReloadSeconds): 1 would be a restart as fast as the API
 	// server can hand the caches over.
 	RestartVsRawReload float64 `json:"restartVsRawReload,omitempty"`
+	// AttachVsRawAttach is the 3-replica throughput with one OVN attachment
+	// per pod over the raw ceiling of the same writes; 0 when either did
+	// not run. It is reported, not checked against a threshold.
+	AttachVsRawAttach float64 `json:"attachVsRawAttach,omitempty"`
 }
 
 // Micro is one micro-benchmark ratio.
@@ -147,6 +154,9 @@ func (r *Result) computeRatios() {
 		BatchedVsBaseline: div(three.PodsPerSecond, base.PodsPerSecond),
 		VsKubeOVN:         three.PodsPerSecond / KubeOVNPodsPerSecond,
 	}
+	rawAttach, _ := r.Scenario(RawAttachScenario)
+	attach, _ := r.Scenario(AttachScenario)
+	r.Ratios.AttachVsRawAttach = div(attach.PodsPerSecond, rawAttach.PodsPerSecond)
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		r.Ratios.HalfRateP99Ms = half.P99
 	}

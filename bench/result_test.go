@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestSendOffsetPaces(t *testing.T) {
@@ -99,5 +102,81 @@ func TestCheckScenarios(t *testing.T) {
 	}
 	if err := checkScenarios([]string{"shardnet-9"}); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
 		t.Fatalf("an unknown scenario: %v", err)
+	}
+}
+
+func TestAttachRatioReported(t *testing.T) {
+	r := &Result{Pods: 1000, Scenarios: []Scenario{
+		{Name: "raw", PodsPerSecond: 200},
+		{Name: "shardnet-3", PodsPerSecond: 180},
+		{Name: RawAttachScenario, PodsPerSecond: 120, Attachments: 1},
+	}}
+	r.computeRatios()
+	if r.Ratios.AttachVsRawAttach != 0 || strings.Contains(Markdown(r), "attachment per pod") {
+		t.Fatal("an attach ratio without the attach scenario")
+	}
+	r.Scenarios = append(r.Scenarios, Scenario{Name: AttachScenario, Replicas: 3, PodsPerSecond: 96, Attachments: 1})
+	r.computeRatios()
+	if r.Ratios.AttachVsRawAttach != 0.8 || r.Ratios.ShardnetVsRaw != 0.9 {
+		t.Fatalf("ratios %+v, want attach 96/120 and the 3-replica ratio untouched", r.Ratios)
+	}
+	if md := Markdown(r); !strings.Contains(md, "one OVN attachment per pod / raw API ceiling of the same writes: **0.80**") {
+		t.Errorf("report lacks the attach ratio:\n%s", md)
+	}
+	// The ratio has no threshold: a low one fails nothing.
+	r.Ratios.AttachVsRawAttach = 0.1
+	if got := Check(r, Thresholds{ShardnetVsRaw: 0.5}); len(got) != 0 {
+		t.Fatalf("Check = %q", got)
+	}
+}
+
+func TestAttachScenarioWrites(t *testing.T) {
+	if err := checkScenarios([]string{RawAttachScenario, AttachScenario}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ipRecords bool
+		networks  int
+		want      float64
+	}{{true, 1, 3}, {false, 1, 2}, {true, 2, 5}, {false, 2, 3}} {
+		if got := rawWritesPerPod(c.ipRecords, c.networks); got != c.want {
+			t.Errorf("rawWritesPerPod(%v, %d) = %v, want %v", c.ipRecords, c.networks, got, c.want)
+		}
+	}
+	if attachProvider != "attach.bench.ovn" {
+		t.Fatalf("provider %q, want <nad>.<namespace>.ovn", attachProvider)
+	}
+	w := &rawWriter{attach: true}
+	nets := w.networks(1<<18 - 1)
+	if len(nets) != 2 || nets[0].ip != "10.3.255.255" || nets[1].ip != "10.7.255.255" ||
+		nets[1].provider != attachProvider || nets[1].subnet != attachSubnet {
+		t.Fatalf("networks of the last pod: %+v", nets)
+	}
+	if nets := (&rawWriter{}).networks(1); len(nets) != 1 || nets[0].ip != "10.0.0.1" || nets[0].subnet != "ovn-default" {
+		t.Fatalf("networks without attachment: %+v", nets)
+	}
+}
+
+func TestObserverWaitsForEveryNetwork(t *testing.T) {
+	sp := spec{name: AttachScenario, replicas: 3, attach: true}
+	keys := doneKeys(sp)
+	if len(keys) != 2 || keys[0] != "ovn.kubernetes.io/routed" || keys[1] != "attach.bench.ovn.kubernetes.io/routed" {
+		t.Fatalf("done keys %q", keys)
+	}
+	if raw := doneKeys(spec{raw: true}); len(raw) != 1 || raw[0] != "ovn.kubernetes.io/allocated" {
+		t.Fatalf("raw done keys %q", raw)
+	}
+	o := newObserver(1, keys)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{keys[0]: "true"}}}
+	o.see(pod)
+	if o.count.Load() != 0 {
+		t.Fatal("a pod routed on its default network only counted as done")
+	}
+	pod.Annotations[keys[1]] = "true"
+	o.see(pod)
+	select {
+	case <-o.done:
+	default:
+		t.Fatal("a pod routed on both networks not counted")
 	}
 }

@@ -21,7 +21,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -82,6 +84,17 @@ type spec struct {
 	batching bool
 	// rate paces the creates (pods/s); 0 creates at full speed.
 	rate float64
+	// attach gives every pod one OVN attachment (attachNAD) besides its
+	// default network.
+	attach bool
+}
+
+// networks is how many networks each pod of sp has.
+func (sp spec) networks() int {
+	if sp.attach {
+		return 2
+	}
+	return 1
 }
 
 // HalfRateScenario is the scenario that creates pods at half the rate the
@@ -89,8 +102,30 @@ type spec struct {
 // ceiling.
 const HalfRateScenario = "shardnet-3-half"
 
+// RawAttachScenario and AttachScenario are the raw ceiling and the
+// 3-replica scenario again with one OVN attachment per pod: two networks
+// to allocate, route and annotate in each pod's one patch.
+const (
+	RawAttachScenario = "raw-attach"
+	AttachScenario    = "shardnet-3-attach"
+)
+
+// The attachment every pod of the attach scenarios carries: the NAD
+// attachNAD in benchNS, of type kube-ovn, so its provider is
+// <nad>.<namespace>.ovn (docs/contract.md M7), served by the subnet
+// attachSubnet whose spec.provider names it (M10). Its /14 holds the
+// addresses of 50,000 pods and more, apart from ovn-default's.
+const (
+	attachNAD       = "attach"
+	attachNADConfig = `{"cniVersion":"0.3.1","type":"kube-ovn"}`
+	attachSubnet    = "bench-attach"
+	attachCIDR      = "10.4.0.0/14"
+	attachGateway   = "10.4.0.1"
+	attachProvider  = attachNAD + "." + benchNS + ".ovn"
+)
+
 // ScenarioNames are the scenarios in the order a run takes them.
-var ScenarioNames = []string{"raw", "shardnet-1", "shardnet-3", "baseline", HalfRateScenario}
+var ScenarioNames = []string{"raw", "shardnet-1", "shardnet-3", "baseline", HalfRateScenario, RawAttachScenario, AttachScenario}
 
 // checkScenarios reports a name that is not a scenario.
 func checkScenarios(names []string) error {
@@ -121,22 +156,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wanted := func(name string) bool { return len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, name) }
 	res := &Result{Started: time.Now(), Pods: cfg.Pods, IPRecords: cfg.IPRecords}
-	for _, sp := range []spec{
-		{name: "raw", raw: true},
-		{name: "shardnet-1", replicas: 1, shards: 64, batching: true},
-		{name: "shardnet-3", replicas: 3, shards: 64, batching: true},
-		{name: "baseline", replicas: 1, shards: 1, batching: false},
-	} {
-		if !wanted(sp.name) {
-			continue
+	measure := func(sp spec) error {
+		if sp.rate > 0 {
+			fmt.Fprintf(cfg.Progress, "bench: %s: %d pods at %.0f pods/s ...\n", sp.name, cfg.Pods, sp.rate)
+		} else {
+			fmt.Fprintf(cfg.Progress, "bench: %s: %d pods ...\n", sp.name, cfg.Pods)
 		}
-		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods ...\n", sp.name, cfg.Pods)
 		sc, err := runScenario(ctx, cfg, sp)
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sp.name, err)
+			return fmt.Errorf("scenario %s: %w", sp.name, err)
 		}
-		fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod\n",
-			sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
+		if sp.rate > 0 {
+			fmt.Fprintf(cfg.Progress, "bench: %s: p50 %.0fms p95 %.0fms p99 %.0fms at %.0f pods/s, %.2f API writes/pod %v, %.3f NB txns/pod\n",
+				sp.name, sc.P50, sc.P95, sc.P99, sc.CreateRate, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
+		} else {
+			fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod\n",
+				sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
+		}
 		if sc.RawReloadSeconds > 0 {
 			fmt.Fprintf(cfg.Progress, "bench: %s: ceiling of a restart, %d plain clients loading pods, claims and IP records: %.1fs\n",
 				sp.name, sp.replicas, sc.RawReloadSeconds)
@@ -146,21 +182,40 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				sp.name, r.Seconds, r.ReadySeconds, r.Reconciled, r.APIWrites, r.NBTransactions, floats(r.PeakRSSMiB))
 		}
 		res.Scenarios = append(res.Scenarios, sc)
+		return nil
+	}
+	for _, sp := range []spec{
+		{name: "raw", raw: true},
+		{name: "shardnet-1", replicas: 1, shards: 64, batching: true},
+		{name: "shardnet-3", replicas: 3, shards: 64, batching: true},
+		{name: "baseline", replicas: 1, shards: 1, batching: false},
+	} {
+		if wanted(sp.name) {
+			if err := measure(sp); err != nil {
+				return nil, err
+			}
+		}
 	}
 	halfRate := cfg.HalfRate
 	if three, ok := res.Scenario("shardnet-3"); ok && halfRate == 0 {
 		halfRate = three.PodsPerSecond / 2
 	}
 	if wanted(HalfRateScenario) && halfRate > 0 {
-		sp := spec{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: halfRate}
-		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods at %.0f pods/s ...\n", sp.name, cfg.Pods, sp.rate)
-		sc, err := runScenario(ctx, cfg, sp)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sp.name, err)
+		if err := measure(spec{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: halfRate}); err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(cfg.Progress, "bench: %s: p50 %.0fms p95 %.0fms p99 %.0fms at %.0f pods/s, %.2f API writes/pod %v, %.3f NB txns/pod\n",
-			sp.name, sc.P50, sc.P95, sc.P99, sc.CreateRate, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
-		res.Scenarios = append(res.Scenarios, sc)
+	}
+	// The attach pair runs last and back to back, so that its ratio is of
+	// two figures measured side by side like the others.
+	for _, sp := range []spec{
+		{name: RawAttachScenario, raw: true, attach: true},
+		{name: AttachScenario, replicas: 3, shards: 64, batching: true, attach: true},
+	} {
+		if wanted(sp.name) {
+			if err := measure(sp); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res.computeRatios()
 	if cfg.Micro {
@@ -195,7 +250,8 @@ func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
 const benchNS = "bench"
 
 func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Scenario, error) {
-	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching, CreateRate: sp.rate}
+	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching, CreateRate: sp.rate,
+		Attachments: sp.networks() - 1}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	kube := harness.StartKube(p)
@@ -221,9 +277,18 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	}, metav1.CreateOptions{}); err != nil {
 		return sc, err
 	}
+	var podAnnotations map[string]string
+	if sp.attach {
+		// Before any replica starts, so that each finds the resource
+		// served and its NAD cache synced at startup.
+		if err := setupAttachment(ctx, p, kube); err != nil {
+			return sc, err
+		}
+		podAnnotations = map[string]string{reconcile.AnnotationNetworks: attachNAD}
+	}
 
 	// The observer times every pod from its create to its annotation.
-	obs := newObserver(cfg.Pods, sp.raw)
+	obs := newObserver(cfg.Pods, doneKeys(sp))
 	factory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithNamespace(benchNS))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: obs.see, UpdateFunc: func(_, o any) { obs.see(o) },
@@ -238,7 +303,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 
 	var procs []*replicaProc
 	if sp.raw {
-		w := &rawWriter{kube: kube, ipRecords: cfg.IPRecords}
+		w := &rawWriter{kube: kube, ipRecords: cfg.IPRecords, attach: sp.attach}
 		if err := w.start(octx); err != nil {
 			return sc, err
 		}
@@ -259,7 +324,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	start := time.Now()
 	obs.start(start)
 	stopTimeline := obs.sampleTimeline(250 * time.Millisecond)
-	if err := createPods(ctx, kube, cfg.Pods, nodes, sp.rate, obs); err != nil {
+	if err := createPods(ctx, kube, cfg.Pods, nodes, sp.rate, podAnnotations, obs); err != nil {
 		return sc, err
 	}
 	if err := obs.wait(ctx); err != nil {
@@ -275,7 +340,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	sc.P50, sc.P95, sc.P99 = pctl(sc.Latencies, 50), pctl(sc.Latencies, 95), pctl(sc.Latencies, 99)
 	sc.Timeline = obs.timelineCopy()
 	if sp.raw {
-		sc.APIWritesPerPod = rawWritesPerPod(cfg.IPRecords)
+		sc.APIWritesPerPod = rawWritesPerPod(cfg.IPRecords, sp.networks())
 	} else {
 		sc.APIWritesPerPod = (after.writes - before.writes) / float64(cfg.Pods)
 		sc.NBTransactionsPerPod = (after.txns - before.txns) / float64(cfg.Pods)
@@ -317,6 +382,46 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 		sc.RawReloadSeconds = secs
 	}
 	return sc, nil
+}
+
+// setupAttachment makes the bench's API server serve the attachment the
+// attach scenarios' pods ask for: multus's NetworkAttachmentDefinition CRD,
+// the NAD attachNAD of type kube-ovn in benchNS, and the subnet of its
+// provider.
+func setupAttachment(ctx context.Context, p *harness.Program, kube *harness.Kube) error {
+	kube.InstallNADCRD(p)
+	dyn, err := dynamic.NewForConfig(kube.Config)
+	if err != nil {
+		return err
+	}
+	nad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+		"metadata": map[string]any{"name": attachNAD, "namespace": benchNS},
+		"spec":     map[string]any{"config": attachNADConfig},
+	}}
+	if _, err := dyn.Resource(harness.NADResource).Namespace(benchNS).Create(ctx, nad, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating NAD %s/%s: %w", benchNS, attachNAD, err)
+	}
+	_, err = kube.Shardnet.KubeovnV1().Subnets().Create(ctx, &kubeovnv1.Subnet{
+		ObjectMeta: metav1.ObjectMeta{Name: attachSubnet},
+		Spec:       kubeovnv1.SubnetSpec{CIDRBlock: attachCIDR, Provider: attachProvider},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// doneKeys are the annotations that must all be "true" for a pod of sp to
+// count as done: routed on every network for shardnet, allocated for the
+// raw writer (which writes both at once).
+func doneKeys(sp spec) []string {
+	key := reconcile.KeyRouted
+	if sp.raw {
+		key = reconcile.KeyAllocated
+	}
+	keys := []string{reconcile.DefaultKey(key)}
+	if sp.attach {
+		keys = append(keys, reconcile.Key(attachProvider, key))
+	}
+	return keys
 }
 
 // rawReload is the restart's ceiling: n clients at once (one per replica,
@@ -529,7 +634,8 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 // observer records create and annotation times.
 type observer struct {
 	want int
-	raw  bool
+	// keys must all be "true" on a pod for it to count as annotated.
+	keys []string
 	// mu guards created, annotated and lastAt.
 	mu        sync.Mutex
 	created   map[string]time.Time
@@ -542,8 +648,8 @@ type observer struct {
 	timeline  []int
 }
 
-func newObserver(want int, raw bool) *observer {
-	return &observer{want: want, raw: raw, created: map[string]time.Time{}, annotated: map[string]time.Time{}, done: make(chan struct{})}
+func newObserver(want int, keys []string) *observer {
+	return &observer{want: want, keys: keys, created: map[string]time.Time{}, annotated: map[string]time.Time{}, done: make(chan struct{})}
 }
 
 func (o *observer) start(t time.Time) { o.t0 = t }
@@ -553,12 +659,10 @@ func (o *observer) see(obj any) {
 	if !ok {
 		return
 	}
-	key := reconcile.DefaultKey(reconcile.KeyRouted)
-	if o.raw {
-		key = reconcile.DefaultKey(reconcile.KeyAllocated)
-	}
-	if pod.Annotations[key] != "true" {
-		return
+	for _, k := range o.keys {
+		if pod.Annotations[k] != "true" {
+			return
+		}
 	}
 	now := time.Now()
 	o.mu.Lock()
@@ -651,10 +755,11 @@ func pctl(sorted []float64, p int) float64 {
 	return sorted[i]
 }
 
-// createPods creates n pods spread over the nodes, recording each create
-// time: at full speed (64 at a time) when rate is 0, else pod i is sent at
-// i/rate seconds from the start (still at most 64 in flight).
-func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, rate float64, obs *observer) error {
+// createPods creates n pods spread over the nodes, each with the
+// annotations ann, recording each create time: at full speed (64 at a
+// time) when rate is 0, else pod i is sent at i/rate seconds from the
+// start (still at most 64 in flight).
+func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, rate float64, ann map[string]string, obs *observer) error {
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
 	var first error
@@ -679,7 +784,7 @@ func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, rate floa
 			defer func() { <-sem }()
 			name := fmt.Sprintf("pod-%06d", i)
 			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Annotations: ann},
 				Spec: corev1.PodSpec{NodeName: fmt.Sprintf("kwok-node-%d", i%nodes),
 					Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/bench"}}},
 			}
@@ -699,19 +804,25 @@ func sendOffset(i int, rate float64) time.Duration {
 	return time.Duration(float64(i) / rate * float64(time.Second))
 }
 
-// rawWriter does shardnet's API writes per pod and nothing else: a claim,
-// an IP record when enabled, and one merge patch of the annotations.
+// rawWriter does shardnet's API writes per pod and nothing else: for each
+// network of the pod in turn a claim, then an IP record per network when
+// enabled, and one merge patch of all the annotations. With attach, every
+// pod has the default network and the attachment, as shardnet serves a pod
+// of the attach scenarios.
 type rawWriter struct {
 	kube      *harness.Kube
 	ipRecords bool
+	attach    bool
 	next      atomic.Uint32
 }
 
-func rawWritesPerPod(ipRecords bool) float64 {
+// rawWritesPerPod is the raw writer's API writes per pod of the given
+// number of networks.
+func rawWritesPerPod(ipRecords bool, networks int) float64 {
 	if ipRecords {
-		return 3
+		return float64(2*networks + 1)
 	}
-	return 2
+	return float64(networks + 1)
 }
 
 func (w *rawWriter) start(ctx context.Context) error {
@@ -746,36 +857,61 @@ func (w *rawWriter) start(ctx context.Context) error {
 	return nil
 }
 
-func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
-	n := w.next.Add(1)
-	ip := fmt.Sprintf("10.%d.%d.%d", n>>16&3, n>>8&255, n&255)
-	claim := &v1alpha1.AddressClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + ip, Labels: map[string]string{v1alpha1.LabelSubnet: "ovn-default"}},
-		Spec: v1alpha1.AddressClaimSpec{Subnet: "ovn-default", Address: ip,
-			Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}},
+// rawNetwork is one network the raw writer serves a pod on.
+type rawNetwork struct {
+	provider, subnet, cidr, gateway, ip string
+}
+
+// networks are the pod's networks, with the addresses of the n-th pod
+// written (unique in each subnet up to 2^18 pods).
+func (w *rawWriter) networks(n uint32) []rawNetwork {
+	nets := []rawNetwork{{provider: reconcile.DefaultProvider, subnet: "ovn-default", cidr: "10.0.0.0/14", gateway: "10.0.0.1",
+		ip: fmt.Sprintf("10.%d.%d.%d", n>>16&3, n>>8&255, n&255)}}
+	if w.attach {
+		nets = append(nets, rawNetwork{provider: attachProvider, subnet: attachSubnet, cidr: attachCIDR, gateway: attachGateway,
+			ip: fmt.Sprintf("10.%d.%d.%d", 4|n>>16&3, n>>8&255, n&255)})
 	}
-	for {
-		if ctx.Err() != nil {
-			return
+	return nets
+}
+
+func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
+	nets := w.networks(w.next.Add(1))
+	for _, nw := range nets {
+		claim := &v1alpha1.AddressClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: nw.subnet + "." + nw.ip, Labels: map[string]string{v1alpha1.LabelSubnet: nw.subnet}},
+			Spec: v1alpha1.AddressClaimSpec{Subnet: nw.subnet, Address: nw.ip,
+				Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}},
 		}
-		if _, err := w.kube.Shardnet.ShardnetV1alpha1().AddressClaims().Create(ctx, claim, metav1.CreateOptions{}); err == nil {
-			break
+		if nw.provider != reconcile.DefaultProvider {
+			claim.Spec.Provider = nw.provider
 		}
-		time.Sleep(10 * time.Millisecond)
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			if _, err := w.kube.Shardnet.ShardnetV1alpha1().AddressClaims().Create(ctx, claim, metav1.CreateOptions{}); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	if w.ipRecords {
-		rec := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: p.Name + "." + p.Namespace},
-			Spec: kubeovnv1.IPSpec{PodName: p.Name, Namespace: p.Namespace, Subnet: "ovn-default", IPAddress: ip, V4IPAddress: ip}}
-		_, _ = w.kube.Shardnet.KubeovnV1().IPs().Create(ctx, rec, metav1.CreateOptions{})
+		for _, nw := range nets {
+			rec := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: reconcile.PortName(p.Name, p.Namespace, nw.provider)},
+				Spec: kubeovnv1.IPSpec{PodName: p.Name, Namespace: p.Namespace, Subnet: nw.subnet, IPAddress: nw.ip, V4IPAddress: nw.ip}}
+			_, _ = w.kube.Shardnet.KubeovnV1().IPs().Create(ctx, rec, metav1.CreateOptions{})
+		}
 	}
-	ann := map[string]string{
-		reconcile.DefaultKey(reconcile.KeyIPAddress):     ip,
-		reconcile.DefaultKey(reconcile.KeyMACAddress):    "0a:58:0a:00:00:01",
-		reconcile.DefaultKey(reconcile.KeyCIDR):          "10.0.0.0/14",
-		reconcile.DefaultKey(reconcile.KeyGateway):       "10.0.0.1",
-		reconcile.DefaultKey(reconcile.KeyLogicalSwitch): "ovn-default",
-		reconcile.DefaultKey(reconcile.KeyAllocated):     "true",
-		reconcile.DefaultKey(reconcile.KeyRouted):        "true",
+	ann := map[string]string{}
+	for _, nw := range nets {
+		k := func(key string) string { return reconcile.Key(nw.provider, key) }
+		ann[k(reconcile.KeyIPAddress)] = nw.ip
+		ann[k(reconcile.KeyMACAddress)] = "0a:58:0a:00:00:01"
+		ann[k(reconcile.KeyCIDR)] = nw.cidr
+		ann[k(reconcile.KeyGateway)] = nw.gateway
+		ann[k(reconcile.KeyLogicalSwitch)] = nw.subnet
+		ann[k(reconcile.KeyAllocated)] = "true"
+		ann[k(reconcile.KeyRouted)] = "true"
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": ann}})
 	for ctx.Err() == nil {
