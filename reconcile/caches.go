@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -240,3 +241,5 @@ func (c *Caches) Namespace(name string) (*corev1.Namespace, bool) {
 
 // ClaimIndex is the claim informer's indexer.
 func (c *Caches) ClaimIndex() cache.Indexer { return c.ClaimInformer.GetIndexer() }
+
+func sortAddrs(a []netip.Addr) { slices.SortFunc(a, func(x, y netip.Addr) int { return x.Compare(y) }) }

@@ -2,21 +2,16 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
-	"github.com/shardnet/shardnet/queue"
 )
 
 // release frees what a pod key holds when no live pod needs it: its ports,
@@ -143,148 +138,3 @@ func (p *Pods) deleteClaim(ctx context.Context, c *v1alpha1.AddressClaim) error 
 	}
 	return nil
 }
-
-// ensureIPRecord creates or updates a kubeovn.io IP record, reading the
-// current one from the informer.
-func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
-	p := t.p
-	name, spec, labels := rec.Name, rec.Spec, rec.Labels
-	cur, err := p.cfg.IPs.Get(name)
-	switch {
-	case apierrors.IsNotFound(err):
-		ip := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec}
-		_, err = p.cfg.Shardnet.KubeovnV1().IPs().Create(ctx, ip, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			// The informer lags our own create of an earlier attempt.
-			return queue.RetryAfter(200 * time.Millisecond)
-		}
-		if err != nil {
-			return fmt.Errorf("creating IP %s: %w", name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading IP %s: %w", name, err)
-	}
-	if equality.Semantic.DeepEqual(cur.Spec, spec) {
-		return nil
-	}
-	upd := cur.DeepCopy()
-	upd.Spec = spec
-	if upd.Labels == nil {
-		upd.Labels = map[string]string{}
-	}
-	for k, v := range labels {
-		upd.Labels[k] = v
-	}
-	if _, err := p.cfg.Shardnet.KubeovnV1().IPs().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return queue.RetryAfter(200 * time.Millisecond)
-		}
-		return fmt.Errorf("updating IP %s: %w", name, err)
-	}
-	return nil
-}
-
-// deleteIPRecord deletes an IP record the key no longer needs. The UID
-// precondition keeps a record that a new pod of the same name has just
-// rewritten.
-func (t *Term) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod) error {
-	p := t.p
-	cur, err := p.cfg.IPs.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading IP %s: %w", name, err)
-	}
-	uid := cur.UID
-	err = p.cfg.Shardnet.KubeovnV1().IPs().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting IP %s: %w", name, err)
-	}
-	return nil
-}
-
-// failureError is how the queue treats a network that could not be
-// served: input errors wait for the pod's next update, missing objects
-// come back on a slow retry (their informers do not re-enqueue the pod).
-func (t *Term) failureError(f *NetworkFailure) error {
-	var ie *InputError
-	switch {
-	case errors.As(f, &ie), errors.Is(f, ipam.ErrInvalid):
-		return queue.Permanent(f)
-	case errors.Is(f, ErrUnknownSubnet), errors.Is(f, ErrUnknownPool), errors.Is(f, ErrNoSubnet),
-		errors.Is(f, ErrUnknownNAD), errors.Is(f, ErrNetConf), errors.Is(f, ErrNADsNotServed), errors.Is(f, ErrNADsNotSynced):
-		return retryWith(f, retryUnknownSubnet)
-	}
-	return f
-}
-
-// addressError reports an allocation failure.
-func (t *Term) addressError(pod *corev1.Pod, np *NetworkPlan, err error) error {
-	if np.Provider != DefaultProvider {
-		err = fmt.Errorf("network %s: %w", np.Provider, err)
-	}
-	t.warn(pod, ReasonAddress, err)
-	switch {
-	case errors.Is(err, ipam.ErrNotInRange), errors.Is(err, ipam.ErrReserved), errors.Is(err, ipam.ErrOrdinal),
-		errors.Is(err, ipam.ErrInvalid), errors.Is(err, ipam.ErrMACInUse):
-		return queue.Permanent(err)
-	case errors.Is(err, ipam.ErrFull), errors.Is(err, ipam.ErrAllocated):
-		// Cured when an address is freed.
-		return retryWith(err, retryFull)
-	}
-	return err
-}
-
-// joinRetry combines the errors of a pod's networks: permanent only when
-// every one is, else a retry at the soonest delay any of them asks for
-// (or the queue's backoff when one asks for none).
-func joinRetry(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	joined := errors.Join(errs...)
-	var (
-		soonest time.Duration
-		backoff bool
-	)
-	allPermanent := true
-	for _, e := range errs {
-		if queue.IsPermanent(e) {
-			continue
-		}
-		allPermanent = false
-		d, ok := queue.RetryDelay(e)
-		switch {
-		case !ok:
-			backoff = true
-		case soonest == 0 || d < soonest:
-			soonest = d
-		}
-	}
-	switch {
-	case allPermanent:
-		return queue.Permanent(errors.New(joined.Error()))
-	case backoff:
-		return errors.New(joined.Error())
-	}
-	return retryWith(errors.New(joined.Error()), soonest)
-}
-
-// retryWith keeps err's message in the log while asking the queue to come
-// back after d.
-func retryWith(err error, d time.Duration) error {
-	return &delayed{err: err, retry: queue.RetryAfter(d)}
-}
-
-type delayed struct {
-	err   error
-	retry error
-}
-
-func (d *delayed) Error() string { return d.err.Error() }
-
-// Unwrap exposes both: errors.Is finds the cause, and the queue finds its
-// retry-after marker.
-func (d *delayed) Unwrap() []error { return []error{d.err, d.retry} }

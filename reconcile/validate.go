@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -138,4 +139,16 @@ func parseBool(ann map[string]string, key string) (bool, error) {
 	default:
 		return false, &InputError{key, v, errors.New(`want "true" or "false"`)}
 	}
+}
+
+// splitComma splits a comma-separated annotation value, trimming spaces
+// and dropping empty entries.
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -1,0 +1,76 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/queue"
+)
+
+// ensureIPRecord creates or updates a kubeovn.io IP record, reading the
+// current one from the informer.
+func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
+	p := t.p
+	name, spec, labels := rec.Name, rec.Spec, rec.Labels
+	cur, err := p.cfg.IPs.Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		ip := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec}
+		_, err = p.cfg.Shardnet.KubeovnV1().IPs().Create(ctx, ip, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// The informer lags our own create of an earlier attempt.
+			return queue.RetryAfter(200 * time.Millisecond)
+		}
+		if err != nil {
+			return fmt.Errorf("creating IP %s: %w", name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading IP %s: %w", name, err)
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, spec) {
+		return nil
+	}
+	upd := cur.DeepCopy()
+	upd.Spec = spec
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		upd.Labels[k] = v
+	}
+	if _, err := p.cfg.Shardnet.KubeovnV1().IPs().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return queue.RetryAfter(200 * time.Millisecond)
+		}
+		return fmt.Errorf("updating IP %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteIPRecord deletes an IP record the key no longer needs. The UID
+// precondition keeps a record that a new pod of the same name has just
+// rewritten.
+func (t *Term) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod) error {
+	p := t.p
+	cur, err := p.cfg.IPs.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading IP %s: %w", name, err)
+	}
+	uid := cur.UID
+	err = p.cfg.Shardnet.KubeovnV1().IPs().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting IP %s: %w", name, err)
+	}
+	return nil
+}
