@@ -23,7 +23,7 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		ip := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec}
-		_, err = p.cfg.Shardnet.KubeovnV1().IPs().Create(ctx, ip, metav1.CreateOptions{})
+		err = p.cfg.Writes.CreateIP(ctx, ip)
 		if apierrors.IsAlreadyExists(err) {
 			// The informer lags our own create of an earlier attempt.
 			return queue.RetryAfter(200 * time.Millisecond)
@@ -46,7 +46,7 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 	for k, v := range labels {
 		upd.Labels[k] = v
 	}
-	if _, err := p.cfg.Shardnet.KubeovnV1().IPs().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	if err := p.cfg.Writes.UpdateIP(ctx, upd); err != nil {
 		if apierrors.IsConflict(err) {
 			return queue.RetryAfter(200 * time.Millisecond)
 		}
@@ -67,8 +67,7 @@ func (t *Term) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod)
 	if err != nil {
 		return fmt.Errorf("reading IP %s: %w", name, err)
 	}
-	uid := cur.UID
-	err = p.cfg.Shardnet.KubeovnV1().IPs().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err = p.cfg.Writes.DeleteIP(ctx, name, cur.UID)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting IP %s: %w", name, err)
 	}

@@ -8,13 +8,11 @@ import (
 	"github.com/shardnet/shardnet/ovn/nbdb"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
@@ -83,9 +81,9 @@ type NADSource interface {
 
 // PodConfig is what the pod reconciler reads and writes through.
 type PodConfig struct {
-	Kube     kubernetes.Interface
-	Shardnet versioned.Interface
-	NB       Northbound
+	// Writes are the Kubernetes writes (ClientWrites in a replica).
+	Writes KubeWrites
+	NB     Northbound
 
 	Pods         corelisters.PodLister
 	StatefulSets appslisters.StatefulSetLister
@@ -129,8 +127,8 @@ type Pods struct {
 // NewPods checks cfg and returns the reconciler.
 func NewPods(cfg PodConfig) (*Pods, error) {
 	switch {
-	case cfg.Kube == nil || cfg.Shardnet == nil || cfg.NB == nil:
-		return nil, errors.New("reconcile: Kube, Shardnet and NB clients are required")
+	case cfg.Writes == nil || cfg.NB == nil:
+		return nil, errors.New("reconcile: Writes and NB are required")
 	case cfg.Pods == nil || cfg.StatefulSets == nil || cfg.ClaimIndex == nil || cfg.Catalog == nil:
 		return nil, errors.New("reconcile: pod and StatefulSet listers, the claim index and the catalog are required")
 	case cfg.Subnets == nil || cfg.Claims == nil || cfg.Recorder == nil:

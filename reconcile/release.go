@@ -132,7 +132,7 @@ func (t *Term) releaseClaim(ctx context.Context, c *v1alpha1.AddressClaim) error
 }
 
 func (p *Pods) deleteClaim(ctx context.Context, c *v1alpha1.AddressClaim) error {
-	err := p.cfg.Shardnet.ShardnetV1alpha1().AddressClaims().Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &c.UID}})
+	err := p.cfg.Writes.DeleteClaim(ctx, c.Name, c.UID)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting claim %s: %w", c.Name, err)
 	}

@@ -103,7 +103,7 @@ func startSlice(t *testing.T) *slice {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "shardnet"})
 
 	s.pods, err = NewPods(PodConfig{
-		Kube: kube.Client, Shardnet: kube.Shardnet, NB: nb,
+		Writes: ClientWrites{Kube: kube.Client, Shardnet: kube.Shardnet}, NB: nb,
 		Pods: caches.Pods, StatefulSets: caches.StatefulSets, IPs: caches.IPs,
 		ClaimIndex: caches.ClaimIndex(), Catalog: caches, Subnets: caches.Registry, Claims: caches.Allocator,
 		Recorder: recorder, IPRecords: true, NADs: nads,

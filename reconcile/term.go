@@ -11,7 +11,6 @@ import (
 	"github.com/puzpuzpuz/xsync/v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
@@ -447,7 +446,7 @@ func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[
 	}
 	wasAllocated := pod.Annotations[DefaultKey(KeyAllocated)] == "true"
 	err := inStage(ctx, stagePatch, func(ctx context.Context) error {
-		out, err := t.p.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		out, err := t.p.cfg.Writes.PatchPod(ctx, pod.Namespace, pod.Name, body)
 		if err == nil && out != nil {
 			t.patched.Store(key, patchedVersion{uid: out.UID, version: out.ResourceVersion, at: t.p.cfg.Now()})
 		}

@@ -132,7 +132,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	}
 	c := r.caches
 	if r.pods, err = reconcile.NewPods(reconcile.PodConfig{
-		Kube: r.kube, Shardnet: r.sn, NB: r.nb,
+		Writes: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, NB: r.nb,
 		Pods: c.Pods, StatefulSets: c.StatefulSets, IPs: c.IPs,
 		ClaimIndex: c.ClaimIndex(), Catalog: c, Subnets: c.Registry, Claims: c.Allocator, Recorder: recorder,
 		NADs:          r.ctrl.Informers().NADs,
