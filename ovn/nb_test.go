@@ -685,3 +685,70 @@ func TestTransactReturnsTypedErrors(t *testing.T) {
 		t.Fatalf("duplicate insert: %v, want an ovsdb.ConstraintViolation", err)
 	}
 }
+
+// TestLeaveNodePortGroups moves an existing port from one node's group to
+// another's in one transaction, and leaves groups of other subnets and
+// kinds alone.
+func TestLeaveNodePortGroups(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	makeSwitch(t, c, "ovn-default")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := newShardBatcher(t, c, 1, 1, BatcherConfig{})
+	submit := func(ops []ovsdb.Operation, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Submit(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range []struct{ name, subnet string }{
+		{"ovn.default.node1", "ovn-default"}, {"ovn.default.node2", "ovn-default"}, {"other.node1", "other"}, {"sg.web", ""},
+	} {
+		ids := map[string]string{}
+		if g.subnet != "" {
+			ids[ExternalIDSubnet] = g.subnet
+		}
+		ops, _, err := c.EnsurePortGroup(g.name, ids)
+		submit(ops, err)
+	}
+	ops, _, err := c.EnsurePort(PortSpec{Name: "p.ns", Switch: "ovn-default", Pod: "ns/p", MAC: "00:00:00:00:00:01", IPs: []string{"10.16.0.9"}})
+	submit(ops, err)
+	// The cache follows the commits; wait for it, bounded.
+	cached := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never reached the cache", what)
+			}
+		}
+	}
+	var port Ref
+	cached("port", func() bool {
+		p, ok := c.Port("p.ns")
+		if ok {
+			port = Ref(p.UUID)
+		}
+		return ok
+	})
+	for _, g := range []string{"ovn.default.node1", "ovn.default.node2", "other.node1", "sg.web"} {
+		cached(g, func() bool { _, ok := c.PortGroup(g); return ok })
+	}
+	for _, g := range []string{"ovn.default.node1", "other.node1", "sg.web"} {
+		submit(c.AddToPortGroup(g, port))
+	}
+	// Routed again on node2: leave the subnet's node groups, join node2's.
+	add, err := c.AddToPortGroup("ovn.default.node2", port)
+	submit(append(c.LeaveNodePortGroups("ovn-default", port), add...), err)
+	members := map[string]int{}
+	for _, r := range selectRows(t, c, nbdb.PortGroupTable, "name", "ports") {
+		members[r["name"].(string)] = setLen(r["ports"])
+	}
+	want := map[string]int{"ovn.default.node1": 0, "ovn.default.node2": 1, "other.node1": 1, "sg.web": 1}
+	if !mapsEqual(members, want) {
+		t.Fatalf("port group members %v, want %v", members, want)
+	}
+}

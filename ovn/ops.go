@@ -471,6 +471,29 @@ func (c *Client) AddToPortGroup(group string, ports ...Ref) ([]ovsdb.Operation, 
 	return c.portGroupMutation(group, ovsdb.MutateOperationInsert, ports)
 }
 
+// ExternalIDSubnet on a node port group names the subnet it belongs to.
+const ExternalIDSubnet = "subnet"
+
+// LeaveNodePortGroups returns the op that takes an existing port out of
+// every node port group of subnet (external_ids:subnet), whatever the
+// node: a pod re-created under the same name on another node, before its
+// predecessor's port was deleted, keeps the old port and must not stay in
+// the old node's group. The server finds the groups, so the builder needs
+// neither their names nor their large port sets. Groups of other kinds
+// (security groups) are left alone.
+func (c *Client) LeaveNodePortGroups(subnet string, port Ref) []ovsdb.Operation {
+	ref := ovsdb.OvsSet{GoSet: []any{port.uuid()}}
+	ids := ovsdb.OvsMap{GoMap: map[any]any{ExternalIDSubnet: subnet}}
+	return []ovsdb.Operation{{
+		Op: ovsdb.OperationMutate, Table: nbdb.PortGroupTable,
+		Where: []ovsdb.Condition{
+			{Column: "external_ids", Function: ovsdb.ConditionIncludes, Value: ids},
+			{Column: "ports", Function: ovsdb.ConditionIncludes, Value: ref},
+		},
+		Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationDelete, Value: ref}},
+	}}
+}
+
 // RemoveFromPortGroup returns the op that removes ports from the group.
 func (c *Client) RemoveFromPortGroup(group string, ports ...Ref) ([]ovsdb.Operation, error) {
 	return c.portGroupMutation(group, ovsdb.MutateOperationDelete, ports)

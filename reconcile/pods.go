@@ -68,6 +68,7 @@ type Northbound interface {
 	DeletePodPorts(pod string) ([]ovsdb.Operation, error)
 	DeletePodRouting(pod string) ([]ovsdb.Operation, error)
 	AddToPortGroup(group string, ports ...ovn.Ref) ([]ovsdb.Operation, error)
+	LeaveNodePortGroups(subnet string, port ovn.Ref) []ovsdb.Operation
 	EnsureStaticRoute(spec ovn.RouteSpec) ([]ovsdb.Operation, error)
 	EnsureNAT(spec ovn.NATSpec) ([]ovsdb.Operation, error)
 }

@@ -187,7 +187,7 @@ func (r *SubnetReconciler) ensureNodeGroups(ctx context.Context, s *kubeovnv1.Su
 	var ops []ovsdb.Operation
 	for _, n := range nodes {
 		pg := NodePortGroupName(s.Name, n.Name)
-		gops, _, err := r.cfg.NB.EnsurePortGroup(pg, map[string]string{"subnet": s.Name, "node": n.Name})
+		gops, _, err := r.cfg.NB.EnsurePortGroup(pg, map[string]string{ovn.ExternalIDSubnet: s.Name, "node": n.Name})
 		if err != nil {
 			return fmt.Errorf("building port group %s: %w", pg, err)
 		}

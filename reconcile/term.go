@@ -369,7 +369,8 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		return nil, nil
 	}
 	nb := t.p.cfg.NB
-	if _, cached := nb.Port(w.Port.Name); !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
+	_, cached := nb.Port(w.Port.Name)
+	if !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
 		return nil, nil
 	}
 	ops, ref, err := nb.EnsurePort(*w.Port)
@@ -384,6 +385,11 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		return ops, nil
 	}
 	if g := w.Route.PortGroup; g != "" {
+		if cached {
+			// The port was there before this routed phase: it may be in
+			// another node's group (a re-created pod on another node).
+			ops = append(ops, nb.LeaveNodePortGroups(w.Port.Switch, ref)...)
+		}
 		aops, err := nb.AddToPortGroup(g, ref)
 		if errors.Is(err, ovn.ErrNotFound) {
 			// The subnet reconciler creates each node's group; until it
