@@ -24,6 +24,12 @@ import (
 // Node InternalIPs inside a subnet are marked held, so a dynamic pick never
 // returns one; a node address leaving the subnet is freed on the next
 // rebuild.
+//
+// The claim layer keeps its own name-to-bitmap map (ipam.Claims.Tracked)
+// on purpose: a rebuilt bitmap must follow claim events from before its
+// restore, but allocations may use it only once it is restored and holds
+// the node addresses. Claims sees the new bitmap first, this registry
+// publishes it last; one map could not give both moments.
 type Subnets struct {
 	claims *ipam.Claims
 	lister listers.AddressClaimLister
