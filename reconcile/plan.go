@@ -260,9 +260,11 @@ func (pl *Planner) networks(pod *corev1.Pod, p *Plan) (out []wanted, unresolved 
 			case w.kind == AttachmentOVN:
 				w.primary = true
 				out = append(out, w)
+			case w.kind == AttachmentIPAMOnly:
+				// Addresses only (docs/contract.md M18); a foreign default
+				// network is not shardnet's at all.
+				out = append(out, w)
 			}
-			// An IPAM-only or foreign default network is not shardnet's
-			// to wire: the pod has no OVN primary network.
 		}
 	}
 	if !primaryReplaced {
@@ -301,7 +303,11 @@ func (pl *Planner) networks(pod *corev1.Pod, p *Plan) (out []wanted, unresolved 
 
 // attachment resolves one selection to its provider through its NAD.
 func (pl *Planner) attachment(sel NetworkSelection) (wanted, *NetworkFailure) {
+	// Events and logs name the attachment as the pod does (M5).
 	name := sel.Namespace + "/" + sel.Name
+	if sel.Interface != "" {
+		name += "@" + sel.Interface
+	}
 	cfg, found, err := pl.View.NAD(sel.Namespace, sel.Name)
 	switch {
 	case err != nil:
