@@ -26,6 +26,9 @@ type Metrics struct {
 	ipamFree          *prometheus.GaugeVec
 	ipamRepairs       prometheus.Counter
 	leader            prometheus.Gauge
+	// topologyDiffs counts Northbound rows left as they are although they
+	// differ from their Subnet (reconcile.TopologyMetrics).
+	topologyDiffs *prometheus.CounterVec
 }
 
 var (
@@ -88,6 +91,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	m.topologyDiffs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shardnet_topology_differences_total",
+		Help: "Differences found between a Subnet and the existing Northbound rows it adopts, left as they are (each distinct set counted once per leader), by subnet and object (switch, router_port, port_group, dhcp_options).",
+	}, []string{"subnet", "object"})
+	if err := reg.Register(m.topologyDiffs); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -143,4 +153,11 @@ func (m *Metrics) SetUsage(usage map[string][]ipam.FamilyUsage) {
 			m.ipamFree.WithLabelValues(subnet, f.Family).Set(float64(f.Available))
 		}
 	}
+}
+
+var _ reconcile.TopologyMetrics = (*Metrics)(nil)
+
+// TopologyDifference implements reconcile.TopologyMetrics.
+func (m *Metrics) TopologyDifference(subnet, object string) {
+	m.topologyDiffs.WithLabelValues(subnet, object).Inc()
 }

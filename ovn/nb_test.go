@@ -104,7 +104,7 @@ func mustTransact(t testing.TB, c *Client, ops []ovsdb.Operation) []ovsdb.Operat
 
 func makeSwitch(t testing.TB, c *Client, name string) *nbdb.LogicalSwitch {
 	t.Helper()
-	ops, _, err := c.EnsureSwitch(SwitchSpec{Name: name, CIDRs: []string{"10.16.0.0/16", "fd00:10:16::/64"}, ExcludeIPs: []string{"10.16.0.1"}})
+	ops, _, _, err := c.EnsureSwitch(SwitchSpec{Name: name, CIDRs: []string{"10.16.0.0/16", "fd00:10:16::/64"}, ExcludeIPs: []string{"10.16.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,11 +485,15 @@ func TestRoutingOpsAreIdempotent(t *testing.T) {
 		return ops, err
 	})
 	apply("router port", func() ([]ovsdb.Operation, error) {
-		return c.EnsureRouterPort(RouterPortSpec{Router: "ovn-cluster", Switch: "ovn-default", RouterPort: "ovn-cluster-ovn-default",
+		ops, diffs, err := c.EnsureRouterPort(RouterPortSpec{Router: "ovn-cluster", Switch: "ovn-default", RouterPort: "ovn-cluster-ovn-default",
 			SwitchPort: "ovn-default-ovn-cluster", MAC: "00:00:00:aa:bb:cc", Networks: []string{"10.16.0.1/16"}})
+		if len(diffs) > 0 {
+			t.Errorf("router port: differences %v", diffs)
+		}
+		return ops, err
 	})
 	apply("port group", func() ([]ovsdb.Operation, error) {
-		ops, _, err := c.EnsurePortGroup("node1", map[string]string{"node": "node1"})
+		ops, _, _, err := c.EnsurePortGroup("node1", map[string]string{"node": "node1"})
 		return ops, err
 	})
 	apply("pod port", func() ([]ovsdb.Operation, error) {
@@ -688,7 +692,9 @@ func TestTransactReturnsTypedErrors(t *testing.T) {
 
 // TestLeaveNodePortGroups moves an existing port from one node's group to
 // another's in one transaction, and leaves groups of other subnets and
-// kinds alone.
+// kinds alone. kube-ovn's node groups count as the subnet's: since v1.14
+// they carry external_ids:subnet, before it only np=<subnet>/<node>; its
+// network policy and node groups, which also carry np, are left alone.
 func TestLeaveNodePortGroups(t *testing.T) {
 	s := standalone(t)
 	c := connect(t, s.endpoints, false)
@@ -705,14 +711,23 @@ func TestLeaveNodePortGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, g := range []struct{ name, subnet string }{
-		{"ovn.default.node1", "ovn-default"}, {"ovn.default.node2", "ovn-default"}, {"other.node1", "other"}, {"sg.web", ""},
-	} {
-		ids := map[string]string{}
-		if g.subnet != "" {
-			ids[ExternalIDSubnet] = g.subnet
-		}
-		ops, _, err := c.EnsurePortGroup(g.name, ids)
+	groups := []struct {
+		name string
+		ids  map[string]string
+	}{
+		{"ovn.default.node1", map[string]string{ExternalIDSubnet: "ovn-default"}},
+		{"ovn.default.node2", map[string]string{ExternalIDSubnet: "ovn-default"}},
+		{"other.node1", map[string]string{ExternalIDSubnet: "other"}},
+		{"sg.web", nil},
+		// kube-ovn before v1.14: a node group of this subnet and of
+		// another; a network policy's group; a node's own group.
+		{"ovn.default.node3", map[string]string{"np": "ovn-default/node3"}},
+		{"other.node3", map[string]string{"np": "other/node3"}},
+		{"web.ovn.default", map[string]string{"np": "ovn-default/web"}},
+		{"node.node1", map[string]string{"node": "node1", "np": "node/node1"}},
+	}
+	for _, g := range groups {
+		ops, _, _, err := c.EnsurePortGroup(g.name, g.ids)
 		submit(ops, err)
 	}
 	ops, _, err := c.EnsurePort(PortSpec{Name: "p.ns", Switch: "ovn-default", Pod: "ns/p", MAC: "00:00:00:00:00:01", IPs: []string{"10.16.0.9"}})
@@ -734,21 +749,50 @@ func TestLeaveNodePortGroups(t *testing.T) {
 		}
 		return ok
 	})
-	for _, g := range []string{"ovn.default.node1", "ovn.default.node2", "other.node1", "sg.web"} {
-		cached(g, func() bool { _, ok := c.PortGroup(g); return ok })
+	for _, g := range groups {
+		cached(g.name, func() bool { _, ok := c.PortGroup(g.name); return ok })
 	}
-	for _, g := range []string{"ovn.default.node1", "other.node1", "sg.web"} {
-		submit(c.AddToPortGroup(g, port))
+	for _, g := range groups {
+		if g.name != "ovn.default.node2" {
+			submit(c.AddToPortGroup(g.name, port))
+		}
+	}
+	members := func() map[string]int {
+		t.Helper()
+		out := map[string]int{}
+		for _, r := range selectRows(t, c, nbdb.PortGroupTable, "name", "ports") {
+			out[r["name"].(string)] = setLen(r["ports"])
+		}
+		return out
 	}
 	// Routed again on node2: leave the subnet's node groups, join node2's.
 	add, err := c.AddToPortGroup("ovn.default.node2", port)
 	submit(append(c.LeaveNodePortGroups("ovn-default", port), add...), err)
-	members := map[string]int{}
-	for _, r := range selectRows(t, c, nbdb.PortGroupTable, "name", "ports") {
-		members[r["name"].(string)] = setLen(r["ports"])
+	want := map[string]int{"ovn.default.node1": 0, "ovn.default.node2": 1, "other.node1": 1, "sg.web": 1,
+		"ovn.default.node3": 0, "other.node3": 1, "web.ovn.default": 1, "node.node1": 1}
+	if got := members(); !mapsEqual(got, want) {
+		t.Fatalf("port group members %v, want %v", got, want)
 	}
-	want := map[string]int{"ovn.default.node1": 0, "ovn.default.node2": 1, "other.node1": 1, "sg.web": 1}
-	if !mapsEqual(members, want) {
-		t.Fatalf("port group members %v, want %v", members, want)
+	// Leaving again finds nothing to do and fails nothing.
+	submit(c.LeaveNodePortGroups("ovn-default", port), nil)
+
+	// A kube-ovn group made after the index was built reaches it through
+	// the cache's events.
+	ops, _, _, err = c.EnsurePortGroup("late.node1", map[string]string{"np": "late/node1"})
+	submit(ops, err)
+	cached("late.node1", func() bool { _, ok := c.PortGroup("late.node1"); return ok })
+	submit(c.AddToPortGroup("late.node1", port))
+	cached("late.node1 in the index", func() bool { return c.legacyNodeGroups().has("late") })
+	leave := c.LeaveNodePortGroups("late", port)
+	if len(leave) != 2 {
+		t.Errorf("leave ops for a subnet with a legacy group holding the port: %d, want 2", len(leave))
+	}
+	submit(leave, nil)
+	if got := members()["late.node1"]; got != 0 {
+		t.Errorf("late.node1 holds %d ports after the leave, want 0", got)
+	}
+	// A subnet without legacy groups costs no read: one op.
+	if n := len(c.LeaveNodePortGroups("ovn-default-2", port)); n != 1 {
+		t.Errorf("leave ops for a subnet without legacy groups: %d, want 1", n)
 	}
 }

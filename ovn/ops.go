@@ -1,13 +1,21 @@
 package ovn
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
+	"weak"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/shardnet/shardnet/ovn/nbdb"
@@ -36,6 +44,50 @@ const DefaultVendor = "kube-ovn"
 type Ref string
 
 func (r Ref) uuid() ovsdb.UUID { return ovsdb.UUID{GoUUID: string(r)} }
+
+// named reports whether the Ref is a named UUID of a row the request
+// inserts, which the server knows only inside that request.
+func (r Ref) named() bool { return strings.HasPrefix(string(r), "sn_") }
+
+// ExternalIDManaged marks the switches and router ports shardnet inserted
+// (docs/decisions/0011-adopt-topology.md). Only a row carrying it is
+// brought in line with a changed Subnet, and only in the fields shardnet
+// wrote; every other existing row is adopted as it is. It is never added
+// to a row that exists.
+const (
+	ExternalIDManaged = "shardnet.io/managed"
+	managedValue      = "true"
+)
+
+// Object kinds of a Difference, also the object label of
+// shardnet_topology_differences_total.
+const (
+	ObjectSwitch      = "switch"
+	ObjectRouterPort  = "router_port"
+	ObjectPortGroup   = "port_group"
+	ObjectDHCPOptions = "dhcp_options"
+)
+
+// Difference is a field of an existing row that is not what a spec asks
+// for and that matters, left as it is: the builders never rewrite a row
+// they did not insert, they report it.
+type Difference struct {
+	// Object is the kind of row (ObjectSwitch, ...); Table and Row name
+	// it.
+	Object, Table, Row string
+	// Field is the column, "column:key" for a map key, or "router" for the
+	// router that holds a router port.
+	Field string
+	// Have is what the row holds ("" for nothing), Want what the spec
+	// asks for.
+	Have, Want string
+}
+
+func (d Difference) String() string {
+	return fmt.Sprintf("%s %s: %s is %q, want %q", d.Table, d.Row, d.Field, d.Have, d.Want)
+}
+
+func managed(ids map[string]string) bool { return ids[ExternalIDManaged] == managedValue }
 
 // uuidNames makes named UUIDs unique in the process, so that requests built
 // independently never collide inside one batch. A named UUID must match
@@ -73,7 +125,9 @@ type PortSpec struct {
 	// Layer2Forward adds "unknown" to the addresses, so that the port
 	// receives frames for addresses it does not own.
 	Layer2Forward bool
-	// DHCPv4 and DHCPv6 are DHCP_Options UUIDs, empty for none.
+	// DHCPv4 and DHCPv6 are DHCP_Options UUIDs. Empty leaves an existing
+	// port's column as it is: shardnet does not manage DHCP options, and a
+	// port made by kube-ovn may point at its rows.
 	DHCPv4, DHCPv6 string
 	// Type and Options are written as given ("" is a VIF).
 	Type    string
@@ -200,10 +254,10 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 	if !sameSet(cur.PortSecurity, sec) {
 		row["port_security"] = strSet(sec)
 	}
-	if deref(cur.Dhcpv4Options) != spec.DHCPv4 {
+	if spec.DHCPv4 != "" && deref(cur.Dhcpv4Options) != spec.DHCPv4 {
 		row["dhcpv4_options"] = optUUID(spec.DHCPv4)
 	}
-	if deref(cur.Dhcpv6Options) != spec.DHCPv6 {
+	if spec.DHCPv6 != "" && deref(cur.Dhcpv6Options) != spec.DHCPv6 {
 		row["dhcpv6_options"] = optUUID(spec.DHCPv6)
 	}
 	if cur.Type != spec.Type {
@@ -265,20 +319,25 @@ func deleteSwitchPort(uuid string) []ovsdb.Operation {
 	}
 }
 
-// EnsureSwitch returns the ops that create the subnet's switch or bring its
-// other_config and external ids in line with spec.
-func (c *Client) EnsureSwitch(spec SwitchSpec) ([]ovsdb.Operation, Ref, error) {
+// EnsureSwitch returns the ops that create the subnet's switch, marked as
+// shardnet's (ExternalIDManaged). A switch shardnet created is brought in
+// line with spec: its other_config keys and the external ids spec names.
+// Any other switch (kube-ovn's) is adopted as it is: no op, and the
+// differences that matter are returned instead, an other_config:subnet or
+// ipv6_prefix that is not the spec's block. A key that is missing is not a
+// difference and is not added.
+func (c *Client) EnsureSwitch(spec SwitchSpec) ([]ovsdb.Operation, Ref, []Difference, error) {
 	if spec.Name == "" {
-		return nil, "", fmt.Errorf("ovn: switch without a name")
+		return nil, "", nil, fmt.Errorf("ovn: switch without a name")
 	}
 	if err := c.Ready(); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	oc := map[string]string{}
 	for _, cidr := range spec.CIDRs {
 		p, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return nil, "", fmt.Errorf("ovn: switch %s: %w", spec.Name, err)
+			return nil, "", nil, fmt.Errorf("ovn: switch %s: %w", spec.Name, err)
 		}
 		if p.Addr().Is4() {
 			oc["subnet"] = p.Masked().String()
@@ -286,29 +345,71 @@ func (c *Client) EnsureSwitch(spec SwitchSpec) ([]ovsdb.Operation, Ref, error) {
 			oc["ipv6_prefix"] = p.Masked().Addr().String()
 		}
 	}
-	var drop []string
 	if len(spec.ExcludeIPs) > 0 {
 		oc["exclude_ips"] = strings.Join(spec.ExcludeIPs, " ")
-	} else {
-		drop = append(drop, "exclude_ips")
+	}
+	// On a switch shardnet made, a key spec no longer has goes.
+	var drop []string
+	for _, k := range []string{"subnet", "ipv6_prefix", "exclude_ips"} {
+		if _, ok := oc[k]; !ok {
+			drop = append(drop, k)
+		}
 	}
 	ids := withVendor(spec.ExternalIDs, spec.Vendor)
 	cur, ok := c.Switch(spec.Name)
 	if !ok {
+		ids[ExternalIDManaged] = managedValue
 		name := newUUIDName("ls")
 		return []ovsdb.Operation{{
 			Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchTable, UUIDName: name,
 			Row: ovsdb.Row{"name": spec.Name, "other_config": toOvsMap(oc), "external_ids": toOvsMap(ids)},
-		}}, Ref(name), nil
+		}}, Ref(name), nil, nil
+	}
+	if !managed(cur.ExternalIDs) {
+		return nil, Ref(cur.UUID), switchDifferences(cur, oc), nil
 	}
 	var muts []ovsdb.Mutation
 	muts = append(muts, setKeys("other_config", cur.OtherConfig, oc)...)
 	muts = append(muts, dropKeys("other_config", cur.OtherConfig, drop)...)
 	muts = append(muts, setKeys("external_ids", cur.ExternalIDs, ids)...)
 	if len(muts) == 0 {
-		return nil, Ref(cur.UUID), nil
+		return nil, Ref(cur.UUID), nil, nil
 	}
-	return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil
+	return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil, nil
+}
+
+// switchDifferences compares an adopted switch's address blocks with
+// want's. exclude_ips is not compared: shardnet's IPAM reads the Subnet,
+// and OVN reads the key only for dynamic addresses, which shardnet never
+// asks for.
+func switchDifferences(cur *nbdb.LogicalSwitch, want map[string]string) []Difference {
+	var out []Difference
+	for _, key := range []string{"subnet", "ipv6_prefix"} {
+		have, ok := cur.OtherConfig[key]
+		if !ok || sameBlock(have, want[key]) {
+			continue
+		}
+		out = append(out, Difference{Object: ObjectSwitch, Table: nbdb.LogicalSwitchTable, Row: cur.Name,
+			Field: "other_config:" + key, Have: have, Want: want[key]})
+	}
+	return out
+}
+
+// sameBlock compares two CIDRs, or two prefix addresses, as values.
+func sameBlock(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if pa, err := netip.ParsePrefix(a); err == nil {
+		pb, err := netip.ParsePrefix(b)
+		return err == nil && pa.Masked() == pb.Masked()
+	}
+	aa, err := netip.ParseAddr(a)
+	if err != nil {
+		return false
+	}
+	ab, err := netip.ParseAddr(b)
+	return err == nil && aa == ab
 }
 
 // DeleteSwitch returns the op that deletes the switch (its ports go with
@@ -331,8 +432,9 @@ type RouterSpec struct {
 	ExternalIDs map[string]string
 }
 
-// EnsureRouter returns the ops that create the router or set its external
-// ids.
+// EnsureRouter returns the op that creates the router when it is not
+// cached. An existing router is adopted as it is: nothing of it is
+// compared or written.
 func (c *Client) EnsureRouter(spec RouterSpec) ([]ovsdb.Operation, Ref, error) {
 	if spec.Name == "" {
 		return nil, "", fmt.Errorf("ovn: router without a name")
@@ -340,20 +442,14 @@ func (c *Client) EnsureRouter(spec RouterSpec) ([]ovsdb.Operation, Ref, error) {
 	if err := c.Ready(); err != nil {
 		return nil, "", err
 	}
-	ids := withVendor(spec.ExternalIDs, spec.Vendor)
-	cur, ok := c.Router(spec.Name)
-	if !ok {
-		name := newUUIDName("lr")
-		return []ovsdb.Operation{{
-			Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterTable, UUIDName: name,
-			Row: ovsdb.Row{"name": spec.Name, "external_ids": toOvsMap(ids)},
-		}}, Ref(name), nil
-	}
-	muts := setKeys("external_ids", cur.ExternalIDs, ids)
-	if len(muts) == 0 {
+	if cur, ok := c.Router(spec.Name); ok {
 		return nil, Ref(cur.UUID), nil
 	}
-	return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil
+	name := newUUIDName("lr")
+	return []ovsdb.Operation{{
+		Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterTable, UUIDName: name,
+		Row: ovsdb.Row{"name": spec.Name, "external_ids": toOvsMap(withVendor(spec.ExternalIDs, spec.Vendor))},
+	}}, Ref(name), nil
 }
 
 // RouterPortSpec connects a subnet's switch to its router: a router port
@@ -370,27 +466,41 @@ type RouterPortSpec struct {
 	Vendor   string
 }
 
-// EnsureRouterPort returns the ops that create or update both ports of the
-// switch-to-router link.
-func (c *Client) EnsureRouterPort(spec RouterPortSpec) ([]ovsdb.Operation, error) {
+// EnsureRouterPort returns the ops that create whichever of the two ports
+// of the switch-to-router link is missing. A router port shardnet created
+// (ExternalIDManaged, for this switch and router) follows spec in its MAC
+// and networks. Any other router port is adopted as it is, MAC included:
+// the difference returned is networks that lack one of spec's. An existing
+// switch port is never written; it differs when it is not a router port
+// peering spec.RouterPort on spec.Switch.
+//
+// Which router holds an existing router port is not cached (routers' port
+// sets are not monitored): RouterOfPort reads it from the server.
+func (c *Client) EnsureRouterPort(spec RouterPortSpec) ([]ovsdb.Operation, []Difference, error) {
 	if spec.Router == "" || spec.Switch == "" || spec.RouterPort == "" || spec.SwitchPort == "" || spec.MAC == "" || len(spec.Networks) == 0 {
-		return nil, fmt.Errorf("ovn: incomplete router port spec %+v", spec)
+		return nil, nil, fmt.Errorf("ovn: incomplete router port spec %+v", spec)
 	}
 	for _, n := range spec.Networks {
 		if _, err := netip.ParsePrefix(n); err != nil {
-			return nil, fmt.Errorf("ovn: router port %s: %w", spec.RouterPort, err)
+			return nil, nil, fmt.Errorf("ovn: router port %s: %w", spec.RouterPort, err)
 		}
 	}
 	if err := c.Ready(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lr, ok := c.Router(spec.Router)
 	if !ok {
-		return nil, fmt.Errorf("ovn: router port %s: router %s: %w", spec.RouterPort, spec.Router, ErrNotFound)
+		return nil, nil, fmt.Errorf("ovn: router port %s: router %s: %w", spec.RouterPort, spec.Router, ErrNotFound)
 	}
 	ids := withVendor(map[string]string{ExternalIDSwitch: spec.Switch, ExternalIDRouter: spec.Router}, spec.Vendor)
-	var ops []ovsdb.Operation
-	if cur, ok := c.RouterPort(spec.RouterPort); !ok {
+	var (
+		ops   []ovsdb.Operation
+		diffs []Difference
+	)
+	cur, ok := c.RouterPort(spec.RouterPort)
+	switch {
+	case !ok:
+		ids[ExternalIDManaged] = managedValue
 		name := newUUIDName("lrp")
 		ops = append(ops,
 			ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterPortTable, UUIDName: name,
@@ -398,7 +508,10 @@ func (c *Client) EnsureRouterPort(spec RouterPortSpec) ([]ovsdb.Operation, error
 			waitExists(nbdb.LogicalRouterTable, lr.UUID),
 			insertRefs(nbdb.LogicalRouterTable, lr.UUID, "ports", ovsdb.UUID{GoUUID: name}),
 		)
-	} else {
+	case managed(cur.ExternalIDs) && cur.ExternalIDs[ExternalIDSwitch] == spec.Switch && cur.ExternalIDs[ExternalIDRouter] == spec.Router:
+		// shardnet's own port: the MAC is derived from the gateway, and
+		// one left behind after a gateway change would be the derived MAC
+		// of an address pods can now be given.
 		row := ovsdb.Row{}
 		if cur.MAC != spec.MAC {
 			row["mac"] = spec.MAC
@@ -409,9 +522,16 @@ func (c *Client) EnsureRouterPort(spec RouterPortSpec) ([]ovsdb.Operation, error
 		if len(row) > 0 {
 			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalRouterPortTable, Where: uuidWhere(cur.UUID), Row: row})
 		}
-		if muts := setKeys("external_ids", cur.ExternalIDs, ids); len(muts) > 0 {
-			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterPortTable, Where: uuidWhere(cur.UUID), Mutations: muts})
+	default:
+		if missing := missingNetworks(cur.Networks, spec.Networks); len(missing) > 0 {
+			diffs = append(diffs, Difference{Object: ObjectRouterPort, Table: nbdb.LogicalRouterPortTable, Row: cur.Name,
+				Field: "networks", Have: strings.Join(cur.Networks, " "), Want: strings.Join(spec.Networks, " ")})
 		}
+	}
+
+	lsp, ok := c.Port(spec.SwitchPort)
+	if ok {
+		return ops, append(diffs, switchPortDifferences(lsp, spec)...), nil
 	}
 	lspOps, _, err := c.EnsurePort(PortSpec{
 		Name: spec.SwitchPort, Switch: spec.Switch, Type: "router",
@@ -419,50 +539,110 @@ func (c *Client) EnsureRouterPort(spec RouterPortSpec) ([]ovsdb.Operation, error
 		Vendor:  spec.Vendor,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A router-type port's addresses are the literal "router".
 	for i := range lspOps {
 		if lspOps[i].Op == ovsdb.OperationInsert {
 			lspOps[i].Row["addresses"] = strSet([]string{"router"})
 		}
-		if lspOps[i].Op == ovsdb.OperationUpdate {
-			delete(lspOps[i].Row, "addresses")
-			if len(lspOps[i].Row) == 0 {
-				lspOps[i] = ovsdb.Operation{}
-			}
+	}
+	return append(ops, lspOps...), diffs, nil
+}
+
+// missingNetworks returns the networks of want that have does not hold
+// (as the same address with the same prefix length).
+func missingNetworks(have, want []string) []string {
+	var out []string
+	for _, w := range want {
+		pw, err := netip.ParsePrefix(w)
+		if err != nil {
+			out = append(out, w)
+			continue
+		}
+		if !slices.ContainsFunc(have, func(h string) bool {
+			ph, err := netip.ParsePrefix(h)
+			return err == nil && ph == pw
+		}) {
+			out = append(out, w)
 		}
 	}
-	for _, op := range lspOps {
-		if op.Op != "" {
-			ops = append(ops, op)
+	return out
+}
+
+// switchPortDifferences checks that an existing switch port is the
+// router-type peer of spec's router port, on spec's switch as far as its
+// external_ids:ls tells.
+func switchPortDifferences(lsp *nbdb.LogicalSwitchPort, spec RouterPortSpec) []Difference {
+	d := func(field, have, want string) Difference {
+		return Difference{Object: ObjectRouterPort, Table: nbdb.LogicalSwitchPortTable, Row: lsp.Name, Field: field, Have: have, Want: want}
+	}
+	var out []Difference
+	if lsp.Type != "router" {
+		out = append(out, d("type", lsp.Type, "router"))
+	}
+	if rp := lsp.Options["router-port"]; rp != spec.RouterPort {
+		out = append(out, d("options:router-port", rp, spec.RouterPort))
+	}
+	if ls, ok := lsp.ExternalIDs[ExternalIDSwitch]; ok && ls != spec.Switch {
+		out = append(out, d("external_ids:"+ExternalIDSwitch, ls, spec.Switch))
+	}
+	return out
+}
+
+// RouterOfPort returns the name of the router that holds the router port,
+// read from the server; "" when no router holds it.
+func (c *Client) RouterOfPort(ctx context.Context, port string) (string, error) {
+	if err := c.Ready(); err != nil {
+		return "", err
+	}
+	cur, ok := c.RouterPort(port)
+	if !ok {
+		return "", nil
+	}
+	ref := ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: cur.UUID}}}
+	res, err := c.Transact(ctx, ovsdb.Operation{
+		Op: ovsdb.OperationSelect, Table: nbdb.LogicalRouterTable, Columns: []string{"name"},
+		Where: []ovsdb.Condition{{Column: "ports", Function: ovsdb.ConditionIncludes, Value: ref}},
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range res[0].Rows {
+		if name, ok := r["name"].(string); ok {
+			return name, nil
 		}
 	}
-	return ops, nil
+	return "", nil
 }
 
 // EnsurePortGroup returns the op that creates the port group when it is not
-// cached (a node's group, for instance).
-func (c *Client) EnsurePortGroup(name string, externalIDs map[string]string) ([]ovsdb.Operation, Ref, error) {
+// cached (a node's group, for instance). An existing group is adopted as it
+// is: its external ids are never written, a missing key included. It
+// differs when it carries one of externalIDs' keys (vendor aside) with
+// another value: a group of that name that belongs to something else.
+func (c *Client) EnsurePortGroup(name string, externalIDs map[string]string) ([]ovsdb.Operation, Ref, []Difference, error) {
 	if name == "" {
-		return nil, "", fmt.Errorf("ovn: port group without a name")
+		return nil, "", nil, fmt.Errorf("ovn: port group without a name")
 	}
 	if err := c.Ready(); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	ids := withVendor(externalIDs, "")
 	if cur, ok := c.PortGroup(name); ok {
-		muts := setKeys("external_ids", cur.ExternalIDs, ids)
-		if len(muts) == 0 {
-			return nil, Ref(cur.UUID), nil
+		var diffs []Difference
+		for _, k := range slices.Sorted(maps.Keys(externalIDs)) {
+			if have, ok := cur.ExternalIDs[k]; ok && have != externalIDs[k] && k != ExternalIDVendor {
+				diffs = append(diffs, Difference{Object: ObjectPortGroup, Table: nbdb.PortGroupTable, Row: name,
+					Field: "external_ids:" + k, Have: have, Want: externalIDs[k]})
+			}
 		}
-		return []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbdb.PortGroupTable, Where: uuidWhere(cur.UUID), Mutations: muts}}, Ref(cur.UUID), nil
+		return nil, Ref(cur.UUID), diffs, nil
 	}
 	un := newUUIDName("pg")
 	return []ovsdb.Operation{{
 		Op: ovsdb.OperationInsert, Table: nbdb.PortGroupTable, UUIDName: un,
-		Row: ovsdb.Row{"name": name, "external_ids": toOvsMap(ids)},
-	}}, Ref(un), nil
+		Row: ovsdb.Row{"name": name, "external_ids": toOvsMap(withVendor(externalIDs, ""))},
+	}}, Ref(un), nil, nil
 }
 
 // AddToPortGroup returns the op that adds ports to the group by set
@@ -474,24 +654,204 @@ func (c *Client) AddToPortGroup(group string, ports ...Ref) ([]ovsdb.Operation, 
 // ExternalIDSubnet on a node port group names the subnet it belongs to.
 const ExternalIDSubnet = "subnet"
 
-// LeaveNodePortGroups returns the op that takes an existing port out of
-// every node port group of subnet (external_ids:subnet), whatever the
-// node: a pod re-created under the same name on another node, before its
-// predecessor's port was deleted, keeps the old port and must not stay in
-// the old node's group. The server finds the groups, so the builder needs
-// neither their names nor their large port sets. Groups of other kinds
-// (security groups) are left alone.
+// LeaveNodePortGroups returns the ops that take an existing port out of
+// every node port group of subnet, whatever the node: a pod re-created
+// under the same name on another node, before its predecessor's port was
+// deleted, keeps the old port and must not stay in the old node's group.
+// Groups of other kinds (security groups, network policies) are left
+// alone.
+//
+// The groups carrying external_ids:subnet (shardnet's, and kube-ovn's
+// since v1.14) are found by the server, so the builder needs neither their
+// names nor their large port sets. kube-ovn before v1.14 marked them with
+// np=<subnet>/<node> alone (legacyNodeGroupSubnet), which no server-side
+// condition can match by subnet: when a cache-fed index says the subnet
+// has such groups, the server is asked which of its groups hold the port,
+// and those that are the subnet's node groups get an op each.
 func (c *Client) LeaveNodePortGroups(subnet string, port Ref) []ovsdb.Operation {
 	ref := ovsdb.OvsSet{GoSet: []any{port.uuid()}}
-	ids := ovsdb.OvsMap{GoMap: map[any]any{ExternalIDSubnet: subnet}}
-	return []ovsdb.Operation{{
-		Op: ovsdb.OperationMutate, Table: nbdb.PortGroupTable,
-		Where: []ovsdb.Condition{
-			{Column: "external_ids", Function: ovsdb.ConditionIncludes, Value: ids},
-			{Column: "ports", Function: ovsdb.ConditionIncludes, Value: ref},
+	leave := func(where ovsdb.Condition) ovsdb.Operation {
+		return ovsdb.Operation{
+			Op: ovsdb.OperationMutate, Table: nbdb.PortGroupTable,
+			Where:     []ovsdb.Condition{where, {Column: "ports", Function: ovsdb.ConditionIncludes, Value: ref}},
+			Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationDelete, Value: ref}},
+		}
+	}
+	ops := []ovsdb.Operation{leave(hasKey("external_ids", ExternalIDSubnet, subnet))}
+	idx := c.legacyNodeGroups()
+	if port.named() || idx == nil || !idx.has(subnet) {
+		return ops
+	}
+	for _, uuid := range c.legacyGroupsHolding(idx, subnet, port) {
+		ops = append(ops, leave(ovsdb.Condition{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}}))
+	}
+	return ops
+}
+
+// externalIDNetworkPolicy is kube-ovn's "np" external id on port groups.
+const externalIDNetworkPolicy = "np"
+
+// legacyNodeGroupSubnet returns the subnet of a node port group made by
+// kube-ovn before v1.14: no subnet or node external id, np=<subnet>/<node>,
+// and the name kube-ovn derives from the two (<subnet>.<node> with dashes
+// as dots, as reconcile.NodePortGroupName). A network policy's group
+// (np=<namespace>/<policy>, named <policy>.<namespace>) and a node's own
+// group (node=<node>, np=node/<node>) do not match, except a policy named
+// like its namespace, whose group kube-ovn itself names like that node
+// port group.
+func legacyNodeGroupSubnet(name string, ids map[string]string) (string, bool) {
+	if _, ok := ids[ExternalIDSubnet]; ok {
+		return "", false
+	}
+	if _, ok := ids["node"]; ok {
+		return "", false
+	}
+	subnet, node, ok := strings.Cut(ids[externalIDNetworkPolicy], "/")
+	if !ok || subnet == "" || node == "" || name != strings.ReplaceAll(subnet+"."+node, "-", ".") {
+		return "", false
+	}
+	return subnet, true
+}
+
+// legacyGroupTimeout bounds the read of a port's groups.
+const legacyGroupTimeout = 5 * time.Second
+
+// legacyGroupsHolding returns the UUIDs of the subnet's legacy node groups
+// that hold port, read from the server (port sets are not cached). When
+// the read fails it returns every such group the index knows: an op for a
+// group that does not hold the port changes nothing.
+func (c *Client) legacyGroupsHolding(idx *legacyGroupIndex, subnet string, port Ref) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), legacyGroupTimeout)
+	defer cancel()
+	res, err := c.Transact(ctx, ovsdb.Operation{
+		Op: ovsdb.OperationSelect, Table: nbdb.PortGroupTable, Columns: []string{"_uuid", "name", "external_ids"},
+		Where: []ovsdb.Condition{{Column: "ports", Function: ovsdb.ConditionIncludes, Value: ovsdb.OvsSet{GoSet: []any{port.uuid()}}}},
+	})
+	if err != nil {
+		return idx.groups(subnet)
+	}
+	var out []string
+	for _, r := range res[0].Rows {
+		uuid, _ := r["_uuid"].(ovsdb.UUID)
+		name, _ := r["name"].(string)
+		if s, ok := legacyNodeGroupSubnet(name, stringMap(r["external_ids"])); ok && s == subnet && uuid.GoUUID != "" {
+			out = append(out, uuid.GoUUID)
+		}
+	}
+	return out
+}
+
+func stringMap(v any) map[string]string {
+	m, ok := v.(ovsdb.OvsMap)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m.GoMap))
+	for k, v := range m.GoMap {
+		ks, _ := k.(string)
+		vs, _ := v.(string)
+		out[ks] = vs
+	}
+	return out
+}
+
+// legacyGroupIndex holds, for one client's cache, the UUIDs of the legacy
+// node port groups by subnet, fed by the cache's events. It answers
+// whether a subnet has any without a scan of the port group table per
+// pod. A group deleted while the client was disconnected may stay listed;
+// that costs one needless read per leave, never a wrong op.
+type legacyGroupIndex struct {
+	once sync.Once
+	mu   sync.RWMutex
+	// bySubnet is subnet → group UUID → name.
+	bySubnet map[string]map[string]string
+}
+
+// legacyIndexes is the index of each client cache, keyed weakly so that a
+// closed client's cache can go; its cleanup drops the entry.
+var legacyIndexes sync.Map // weak.Pointer[cache.TableCache] → *legacyGroupIndex
+
+// legacyNodeGroups returns the client's index, built on first use: one
+// pass over the cached port groups, then the cache's events.
+func (c *Client) legacyNodeGroups() *legacyGroupIndex {
+	tc := c.nb.Cache()
+	if tc == nil {
+		return nil
+	}
+	key := weak.Make(tc)
+	v, ok := legacyIndexes.Load(key)
+	if !ok {
+		var loaded bool
+		v, loaded = legacyIndexes.LoadOrStore(key, &legacyGroupIndex{bySubnet: map[string]map[string]string{}})
+		if !loaded {
+			runtime.AddCleanup(tc, func(k weak.Pointer[cache.TableCache]) { legacyIndexes.Delete(k) }, key)
+		}
+	}
+	idx := v.(*legacyGroupIndex)
+	idx.once.Do(func() { idx.start(tc) })
+	return idx
+}
+
+func (g *legacyGroupIndex) start(tc *cache.TableCache) {
+	// Events first, then the pass: a row changed meanwhile is seen by one
+	// or the other (or both; the index is a set).
+	tc.AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc: func(table string, m model.Model) {
+			if table == nbdb.PortGroupTable {
+				g.apply(nil, m)
+			}
 		},
-		Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationDelete, Value: ref}},
-	}}
+		UpdateFunc: func(table string, old, m model.Model) {
+			if table == nbdb.PortGroupTable {
+				g.apply(old, m)
+			}
+		},
+		DeleteFunc: func(table string, m model.Model) {
+			if table == nbdb.PortGroupTable {
+				g.apply(m, nil)
+			}
+		},
+	})
+	if rc := tc.Table(nbdb.PortGroupTable); rc != nil {
+		for _, m := range rc.RowsShallow() {
+			g.apply(nil, m)
+		}
+	}
+}
+
+// apply moves a row from its old state to its new one (nil for none).
+func (g *legacyGroupIndex) apply(old, cur model.Model) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if pg, ok := old.(*nbdb.PortGroup); ok {
+		if s, ok := legacyNodeGroupSubnet(pg.Name, pg.ExternalIDs); ok {
+			delete(g.bySubnet[s], pg.UUID)
+			if len(g.bySubnet[s]) == 0 {
+				delete(g.bySubnet, s)
+			}
+		}
+	}
+	if pg, ok := cur.(*nbdb.PortGroup); ok {
+		if s, ok := legacyNodeGroupSubnet(pg.Name, pg.ExternalIDs); ok {
+			if g.bySubnet[s] == nil {
+				g.bySubnet[s] = map[string]string{}
+			}
+			g.bySubnet[s][pg.UUID] = pg.Name
+		}
+	}
+}
+
+func (g *legacyGroupIndex) has(subnet string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.bySubnet[subnet]) > 0
+}
+
+// groups returns the UUIDs of the subnet's legacy node groups.
+func (g *legacyGroupIndex) groups(subnet string) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return slices.Sorted(maps.Keys(g.bySubnet[subnet]))
 }
 
 // RemoveFromPortGroup returns the op that removes ports from the group.

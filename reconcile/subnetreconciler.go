@@ -2,10 +2,14 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -13,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -39,7 +44,23 @@ const (
 	ReasonInvalidSpec    = "InvalidSpec"
 	ReasonRouterNotFound = "RouterNotFound"
 	ReasonReady          = "Ready"
+	// ReasonTopologyDiffers is the condition reason and the Warning Event
+	// reason of a Subnet whose existing Northbound rows differ from it in
+	// a way that matters (docs/decisions/0011-adopt-topology.md).
+	ReasonTopologyDiffers = "TopologyDiffers"
 )
+
+// topologyRecheck is how often a Subnet whose rows differ is looked at
+// again: nothing else tells when someone fixes the Northbound.
+const topologyRecheck = 30 * time.Second
+
+// TopologyMetrics counts the differences the subnet reconciler finds
+// between a Subnet and the Northbound rows it adopts; object is one of
+// ovn.ObjectSwitch, ovn.ObjectRouterPort, ovn.ObjectPortGroup,
+// ovn.ObjectDHCPOptions.
+type TopologyMetrics interface {
+	TopologyDifference(subnet, object string)
+}
 
 // SubnetConfig is what the subnet reconciler reads and writes through.
 type SubnetConfig struct {
@@ -52,14 +73,26 @@ type SubnetConfig struct {
 	Recorder record.EventRecorder
 	// ClusterRouter is the default VPC's router (default "ovn-cluster").
 	ClusterRouter string
+	// Metrics counts topology differences; nil counts nothing.
+	Metrics TopologyMetrics
 }
 
 // SubnetReconciler runs on the leader only: it keeps each Subnet's logical
 // switch, its router port on the VPC router, and the per-node port groups
 // of overlay subnets; it refuses a Subnet's deletion while addresses are
 // claimed in it, and it writes the status counters (RefreshStatus).
+//
+// Rows that exist are adopted as they are (docs/decisions/0011): it adds
+// the rows that are missing and updates only the switches and router ports
+// it inserted itself. A difference that matters in any other row is not
+// written; it is reported, once per distinct set of differences, as a
+// Warning Event and a metric, and the Ready condition says so.
 type SubnetReconciler struct {
 	cfg SubnetConfig
+
+	// mu guards reported: the differences last reported per subnet.
+	mu       sync.Mutex
+	reported map[string]string
 }
 
 // NewSubnetReconciler checks cfg and returns the reconciler.
@@ -70,7 +103,7 @@ func NewSubnetReconciler(cfg SubnetConfig) (*SubnetReconciler, error) {
 	if cfg.ClusterRouter == "" {
 		cfg.ClusterRouter = DefaultClusterRouter
 	}
-	return &SubnetReconciler{cfg: cfg}, nil
+	return &SubnetReconciler{cfg: cfg, reported: map[string]string{}}, nil
 }
 
 // Reconcile converges one Subnet by name.
@@ -86,12 +119,15 @@ func (r *SubnetReconciler) Reconcile(ctx context.Context, name string) error {
 		return r.finalize(ctx, s)
 	}
 	if !slices.Contains(s.Finalizers, SubnetFinalizer) {
-		upd := s.DeepCopy()
-		upd.Finalizers = append(upd.Finalizers, SubnetFinalizer)
-		if _, err := r.cfg.Shardnet.KubeovnV1().Subnets().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		fins := append(slices.Clone(s.Finalizers), SubnetFinalizer)
+		err := r.patchSubnet(ctx, s, map[string]any{"metadata": map[string]any{"finalizers": fins}})
+		if apierrors.IsConflict(err) {
+			return queue.RetryAfter(200 * time.Millisecond)
+		}
+		if err != nil {
 			return fmt.Errorf("adding finalizer to subnet %s: %w", name, err)
 		}
-		// The update comes back as an event; continue with this copy.
+		// The patch comes back as an event; continue with this copy.
 	}
 	sub, err := r.cfg.Registry.Get(name)
 	if err != nil {
@@ -105,7 +141,7 @@ func (r *SubnetReconciler) Reconcile(ctx context.Context, name string) error {
 			cidrs = append(cidrs, p.String())
 		}
 	}
-	ops, _, err := r.cfg.NB.EnsureSwitch(ovn.SwitchSpec{
+	ops, _, diffs, err := r.cfg.NB.EnsureSwitch(ovn.SwitchSpec{
 		Name: name, CIDRs: cidrs, ExcludeIPs: s.Spec.ExcludeIps,
 		ExternalIDs: map[string]string{"subnet": name},
 	})
@@ -126,33 +162,49 @@ func (r *SubnetReconciler) Reconcile(ctx context.Context, name string) error {
 		router = r.cfg.ClusterRouter
 	}
 	if overlay {
-		if err := r.ensureRouterPort(ctx, s, sub, router, cidrs); err != nil {
+		// A router port that differs does not stop the node groups:
+		// missing rows are added whatever the existing ones hold.
+		d, err := r.ensureRouterPort(ctx, s, sub, router, cidrs)
+		if err != nil {
 			return err
 		}
+		diffs = append(diffs, d...)
 		if router == r.cfg.ClusterRouter && (s.Spec.Vlan == "" || s.Spec.LogicalGateway) {
-			if err := r.ensureNodeGroups(ctx, s); err != nil {
+			d, err := r.ensureNodeGroups(ctx, s)
+			if err != nil {
 				return err
 			}
+			diffs = append(diffs, d...)
 		}
 	}
+	if len(diffs) > 0 {
+		r.reportDifferences(s, diffs)
+		if err := r.setCondition(ctx, s, corev1.ConditionFalse, ReasonTopologyDiffers, differencesMessage(diffs)); err != nil {
+			return err
+		}
+		return queue.RetryAfter(topologyRecheck)
+	}
+	r.forgetDifferences(name)
 	return r.setCondition(ctx, s, corev1.ConditionTrue, ReasonReady, "switch and router port are in the Northbound")
 }
 
-func (r *SubnetReconciler) ensureRouterPort(ctx context.Context, s *kubeovnv1.Subnet, sub *ipam.Subnet, router string, cidrs []string) error {
+// ensureRouterPort adds the router port and its switch port where missing,
+// and returns how the existing ones differ from the Subnet.
+func (r *SubnetReconciler) ensureRouterPort(ctx context.Context, s *kubeovnv1.Subnet, sub *ipam.Subnet, router string, cidrs []string) ([]ovn.Difference, error) {
 	if _, ok := r.cfg.NB.Router(router); !ok {
 		if router != r.cfg.ClusterRouter {
 			msg := fmt.Sprintf("VPC router %s does not exist", router)
 			_ = r.setCondition(ctx, s, corev1.ConditionFalse, ReasonRouterNotFound, msg)
-			return queue.RetryAfter(10 * time.Second)
+			return nil, queue.RetryAfter(10 * time.Second)
 		}
 		ops, _, err := r.cfg.NB.EnsureRouter(ovn.RouterSpec{Name: router})
 		if err != nil {
-			return fmt.Errorf("building router %s: %w", router, err)
+			return nil, fmt.Errorf("building router %s: %w", router, err)
 		}
 		if err := r.transact(ctx, ops); err != nil {
-			return fmt.Errorf("creating router %s: %w", router, err)
+			return nil, fmt.Errorf("creating router %s: %w", router, err)
 		}
-		return queue.RetryAfter(100 * time.Millisecond)
+		return nil, queue.RetryAfter(100 * time.Millisecond)
 	}
 	gw := sub.Gateways()
 	var networks []string
@@ -160,43 +212,112 @@ func (r *SubnetReconciler) ensureRouterPort(ctx context.Context, s *kubeovnv1.Su
 		p := netip.MustParsePrefix(cidrs[i])
 		networks = append(networks, netip.PrefixFrom(a, p.Bits()).String())
 	}
-	ops, err := r.cfg.NB.EnsureRouterPort(ovn.RouterPortSpec{
+	spec := ovn.RouterPortSpec{
 		Router: router, Switch: s.Name,
 		RouterPort: router + "-" + s.Name, SwitchPort: s.Name + "-" + router,
 		MAC: sub.DerivedMAC(gw).String(), Networks: networks,
-	})
+	}
+	if _, ok := r.cfg.NB.RouterPort(spec.RouterPort); ok {
+		// Routers' port sets are not cached: ask the server which router
+		// holds it. A port on another router is not this Subnet's link,
+		// and nothing of it is written.
+		holder, err := r.cfg.NB.RouterOfPort(ctx, spec.RouterPort)
+		if err != nil {
+			return nil, fmt.Errorf("reading the router of %s: %w", spec.RouterPort, err)
+		}
+		if holder == "" {
+			// Deleted since the cache saw it.
+			return nil, queue.RetryAfter(100 * time.Millisecond)
+		}
+		if holder != router {
+			return []ovn.Difference{{Object: ovn.ObjectRouterPort, Table: nbdb.LogicalRouterPortTable, Row: spec.RouterPort,
+				Field: "router", Have: holder, Want: router}}, nil
+		}
+	}
+	ops, diffs, err := r.cfg.NB.EnsureRouterPort(spec)
 	if errors.Is(err, ovn.ErrNotFound) {
-		return queue.RetryAfter(100 * time.Millisecond)
+		return nil, queue.RetryAfter(100 * time.Millisecond)
 	}
 	if err != nil {
-		return fmt.Errorf("building router port of %s: %w", s.Name, err)
+		return nil, fmt.Errorf("building router port of %s: %w", s.Name, err)
 	}
 	if err := r.transact(ctx, ops); err != nil {
-		return fmt.Errorf("writing router port of %s: %w", s.Name, err)
+		return nil, fmt.Errorf("writing router port of %s: %w", s.Name, err)
 	}
-	return nil
+	return diffs, nil
 }
 
 // ensureNodeGroups creates the port group of the subnet on every node, so
-// that pods joining it never race each other to insert it.
-func (r *SubnetReconciler) ensureNodeGroups(ctx context.Context, s *kubeovnv1.Subnet) error {
+// that pods joining it never race each other to insert it. Existing groups
+// (kube-ovn's included) are kept as they are.
+func (r *SubnetReconciler) ensureNodeGroups(ctx context.Context, s *kubeovnv1.Subnet) ([]ovn.Difference, error) {
 	nodes, err := r.cfg.Nodes.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var ops []ovsdb.Operation
+	var (
+		ops   []ovsdb.Operation
+		diffs []ovn.Difference
+	)
 	for _, n := range nodes {
 		pg := NodePortGroupName(s.Name, n.Name)
-		gops, _, err := r.cfg.NB.EnsurePortGroup(pg, map[string]string{ovn.ExternalIDSubnet: s.Name, "node": n.Name})
+		gops, _, d, err := r.cfg.NB.EnsurePortGroup(pg, map[string]string{ovn.ExternalIDSubnet: s.Name, "node": n.Name})
 		if err != nil {
-			return fmt.Errorf("building port group %s: %w", pg, err)
+			return nil, fmt.Errorf("building port group %s: %w", pg, err)
 		}
 		ops = append(ops, gops...)
+		diffs = append(diffs, d...)
 	}
 	if err := r.transact(ctx, ops); err != nil {
-		return fmt.Errorf("writing node port groups of %s: %w", s.Name, err)
+		return nil, fmt.Errorf("writing node port groups of %s: %w", s.Name, err)
 	}
-	return nil
+	return diffs, nil
+}
+
+// differenceText is one difference as the Subnet's Event and condition
+// say it.
+func differenceText(d ovn.Difference) string {
+	quote := func(v string) string {
+		if v == "" {
+			return "unset"
+		}
+		return strconv.Quote(v)
+	}
+	return fmt.Sprintf("%s %s: %s is %s, the Subnet says %s", d.Table, d.Row, d.Field, quote(d.Have), quote(d.Want))
+}
+
+func differencesMessage(diffs []ovn.Difference) string {
+	texts := make([]string, len(diffs))
+	for i, d := range diffs {
+		texts[i] = differenceText(d)
+	}
+	return "the Northbound differs from the Subnet and is left as it is: " + strings.Join(texts, "; ")
+}
+
+// reportDifferences gives each difference a Warning Event and a count,
+// unless this replica reported the same set for the subnet last time: the
+// Subnet is reconciled again on every status write and every recheck.
+func (r *SubnetReconciler) reportDifferences(s *kubeovnv1.Subnet, diffs []ovn.Difference) {
+	key := differencesMessage(diffs)
+	r.mu.Lock()
+	same := r.reported[s.Name] == key
+	r.reported[s.Name] = key
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	for _, d := range diffs {
+		r.cfg.Recorder.Event(s, corev1.EventTypeWarning, ReasonTopologyDiffers, differenceText(d)+"; left as it is")
+		if r.cfg.Metrics != nil {
+			r.cfg.Metrics.TopologyDifference(s.Name, d.Object)
+		}
+	}
+}
+
+func (r *SubnetReconciler) forgetDifferences(subnet string) {
+	r.mu.Lock()
+	delete(r.reported, subnet)
+	r.mu.Unlock()
 }
 
 // finalize deletes a Subnet's Northbound rows once no claim uses it, then
@@ -219,15 +340,40 @@ func (r *SubnetReconciler) finalize(ctx context.Context, s *kubeovnv1.Subnet) er
 	if err := r.deleteSwitch(ctx, s.Name); err != nil {
 		return err
 	}
-	upd := s.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == SubnetFinalizer })
-	if _, err := r.cfg.Shardnet.KubeovnV1().Subnets().Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	fins := slices.DeleteFunc(slices.Clone(s.Finalizers), func(f string) bool { return f == SubnetFinalizer })
+	err = r.patchSubnet(ctx, s, map[string]any{"metadata": map[string]any{"finalizers": fins}})
+	if apierrors.IsConflict(err) {
+		return queue.RetryAfter(200 * time.Millisecond)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer of subnet %s: %w", s.Name, err)
 	}
 	return nil
 }
 
+// patchSubnet writes body onto the Subnet as a JSON merge patch guarded
+// by the cached copy's resourceVersion, on the status subresource when
+// status is given. shardnet's Subnet type knows a subset of the fields
+// kube-ovn's has: a full update would send that subset back and erase
+// the rest (MTU, ACLs, kube-ovn's status fields), so every Subnet write
+// names only the fields it changes.
+func (r *SubnetReconciler) patchSubnet(ctx context.Context, s *kubeovnv1.Subnet, body map[string]any, subresources ...string) error {
+	meta, _ := body["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		body["metadata"] = meta
+	}
+	meta["resourceVersion"] = s.ResourceVersion
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	_, err = r.cfg.Shardnet.KubeovnV1().Subnets().Patch(ctx, s.Name, types.MergePatchType, b, metav1.PatchOptions{}, subresources...)
+	return err
+}
+
 func (r *SubnetReconciler) deleteSwitch(ctx context.Context, name string) error {
+	r.forgetDifferences(name)
 	ops, err := r.cfg.NB.DeleteSwitch(name)
 	if err != nil {
 		return err
@@ -282,7 +428,7 @@ func (r *SubnetReconciler) setCondition(ctx context.Context, s *kubeovnv1.Subnet
 	if !replaced {
 		upd.Status.Conditions = append(upd.Status.Conditions, cond)
 	}
-	_, err := r.cfg.Shardnet.KubeovnV1().Subnets().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	err := r.patchSubnet(ctx, s, map[string]any{"status": map[string]any{"conditions": upd.Status.Conditions}}, "status")
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return queue.RetryAfter(200 * time.Millisecond)
 	}
@@ -331,20 +477,21 @@ func (r *SubnetReconciler) RefreshStatus(ctx context.Context, usage map[string][
 // counters go onto the server's current copy once, rather than waiting for
 // a cache that may keep losing the race.
 func (r *SubnetReconciler) writeCounters(ctx context.Context, s *kubeovnv1.Subnet, st kubeovnv1.SubnetStatus) error {
-	client := r.cfg.Shardnet.KubeovnV1().Subnets()
-	upd := s.DeepCopy()
-	upd.Status = st
-	_, err := client.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	body := func() map[string]any {
+		return map[string]any{"status": map[string]any{
+			"v4availableIPs": st.V4AvailableIPs, "v4usingIPs": st.V4UsingIPs,
+			"v6availableIPs": st.V6AvailableIPs, "v6usingIPs": st.V6UsingIPs,
+		}}
+	}
+	err := r.patchSubnet(ctx, s, body(), "status")
 	if !apierrors.IsConflict(err) {
 		return err
 	}
-	cur, err := client.Get(ctx, s.Name, metav1.GetOptions{})
+	cur, err := r.cfg.Shardnet.KubeovnV1().Subnets().Get(ctx, s.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	cur.Status.V4AvailableIPs, cur.Status.V4UsingIPs = st.V4AvailableIPs, st.V4UsingIPs
-	cur.Status.V6AvailableIPs, cur.Status.V6UsingIPs = st.V6AvailableIPs, st.V6UsingIPs
-	_, err = client.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	err = r.patchSubnet(ctx, cur, body(), "status")
 	if apierrors.IsConflict(err) {
 		return nil // next round
 	}
