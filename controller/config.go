@@ -117,6 +117,11 @@ type Config struct {
 	// return promptly (see shard.Config.OnLeading). The caches are synced
 	// by then.
 	OnLeading func(ctx context.Context)
+	// BeforeJoin, if set, runs once the caches have synced and before the
+	// replica joins the shard membership: work that must be done before
+	// any shard runs here (adoption of the addresses already in use). The
+	// replica is not ready until it returns; an error ends Run.
+	BeforeJoin func(ctx context.Context) error
 	// Setup, if set, is called once before the informers start, to add
 	// event handlers (for example: a namespace change enqueues its pods
 	// through Controller.Enqueue) or request more informers.

@@ -158,6 +158,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.informers.NADs.HasSynced) {
 		return fmt.Errorf("waiting for the NetworkAttachmentDefinition cache: %w", context.Cause(ctx))
 	}
+	if c.cfg.BeforeJoin != nil {
+		logger.Info("Caches synced; preparing before joining the shard membership")
+		if err := c.cfg.BeforeJoin(ctx); err != nil {
+			return fmt.Errorf("before joining the shard membership: %w", err)
+		}
+	}
 	c.synced.Store(true)
 	logger.Info("Caches synced; joining the shard membership")
 	return c.coord.Run(ctx)

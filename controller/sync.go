@@ -13,7 +13,9 @@ import (
 // (success, or an input error the pod's next update retries). Until then
 // the shard still has work a restart or handoff left it; after, its queue
 // holds only what events bring. A key that keeps failing keeps the term
-// unsynced, which is the point: that work is pending.
+// unsynced, which is the point: that work is pending. A key that waits on
+// a person (queue.Waiting: an address another holder keeps) is done for
+// this purpose.
 type seedSync struct {
 	start time.Time
 	// onSynced runs once, when the last seeded key is done.
@@ -48,7 +50,7 @@ func (s *seedSync) check() {
 
 // done records the outcome of one reconcile of key.
 func (s *seedSync) done(key string, err error) {
-	if err != nil && !queue.IsPermanent(err) {
+	if err != nil && !queue.IsPermanent(err) && !queue.IsWaiting(err) {
 		return
 	}
 	s.mu.Lock()

@@ -373,6 +373,13 @@ func (c *Claims) claimFamily(ctx context.Context, s *Subnet, is4 bool, want neti
 				return claimed{}, fmt.Errorf("reading claim %s: %w", name, err)
 			}
 		}
+		if existing == nil && want.IsValid() && !ownBit {
+			// Held without a claim: in use by a pod, record or port
+			// found at adoption. Only its holder may claim it.
+			if err := s.holdConflict(a, req.Owner); err != nil {
+				return claimed{}, err
+			}
+		}
 		if existing == nil {
 			if primary {
 				m, err := s.AssignMAC(req.MAC, one(a), key)
@@ -463,7 +470,7 @@ func (c *Claims) Release(ctx context.Context, s *Subnet, addrs Addresses, owner 
 		name := v1alpha1.ClaimName(s.name, a)
 		existing, err := c.store.Get(ctx, name)
 		if apierrors.IsNotFound(err) {
-			s.Release(one(a))
+			s.releaseUnheld(a)
 			continue
 		}
 		if err != nil {
@@ -478,7 +485,7 @@ func (c *Claims) Release(ctx context.Context, s *Subnet, addrs Addresses, owner 
 		err = c.store.Delete(ctx, name, existing.UID)
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
-			s.Release(one(a))
+			s.releaseUnheld(a)
 			if m, perr := ParseMAC(existing.Spec.MAC); perr == nil {
 				s.ReleaseMAC(m, OwnerKey(owner))
 			}

@@ -73,9 +73,15 @@ type AllocatedError struct {
 	// Holder is the owner recorded in the existing claim; zero when the
 	// holder is only known from this process's bitmap.
 	Holder v1alpha1.ClaimOwner
+	// Hold, when not empty, says where the address was found in use
+	// without a claim (see Hold.Source).
+	Hold string
 }
 
 func (e *AllocatedError) Error() string {
+	if e.Hold != "" {
+		return fmt.Sprintf("subnet %s: %s is in use by %s: %v", e.Subnet, e.Addr, e.Hold, ErrAllocated)
+	}
 	if e.Holder.Name == "" {
 		return fmt.Sprintf("subnet %s: %s: %v", e.Subnet, e.Addr, ErrAllocated)
 	}

@@ -49,7 +49,7 @@ func (s *Subnet) forget(c *v1alpha1.AddressClaim) {
 		return
 	}
 	a = a.Unmap()
-	s.Release(one(a))
+	s.releaseUnheld(a)
 	if m, err := ParseMAC(c.Spec.MAC); err == nil {
 		s.ReleaseMAC(m, OwnerKey(c.Spec.Owner))
 	}

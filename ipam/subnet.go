@@ -142,6 +142,8 @@ type Subnet struct {
 	// pools is immutable after NewSubnet.
 	pools map[string]*ipPool
 	macs  macTable
+	// holds are the addresses found in use without a claim (holds.go).
+	holds holdTable
 }
 
 // ipPool is one IPPool of a subnet.

@@ -252,3 +252,26 @@ func IsPermanent(err error) bool {
 	var p *permanent
 	return errors.As(err, &p)
 }
+
+type waiting struct{ err error }
+
+func (w *waiting) Error() string { return w.err.Error() }
+func (w *waiting) Unwrap() error { return w.err }
+
+// Waiting marks err as one that waits on a change elsewhere that may
+// never come without a person (an address another holder keeps): the key
+// is retried as err says, but a first pass over a shard's keys counts it
+// as done (see IsWaiting), since the shard has no more work it can do for
+// it.
+func Waiting(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &waiting{err: err}
+}
+
+// IsWaiting reports whether err was marked by Waiting.
+func IsWaiting(err error) bool {
+	var w *waiting
+	return errors.As(err, &w)
+}

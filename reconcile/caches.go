@@ -2,9 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,6 +22,7 @@ import (
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn"
 )
 
 // Caches are the informers the reconcilers read from, shared by every
@@ -38,6 +41,7 @@ type Caches struct {
 	SubnetLister kubeovnlisters.SubnetLister
 	IPPoolLister kubeovnlisters.IPPoolLister
 	IPs          kubeovnlisters.IPLister
+	Vips         kubeovnlisters.VipLister
 	Claims       claimlisters.AddressClaimLister
 
 	// Registry holds one allocator per Subnet, rebuilt from Subnet, IPPool
@@ -54,9 +58,8 @@ var _ Catalog = (*Caches)(nil)
 // NewCaches builds the informers the reconcilers need from the shared
 // factories (call it before the factories start) and the subnet registry.
 // The pod informer's transform is the factory's. shards is the number of
-// virtual shards (one IPAM cursor each). withIPs adds the kubeovn.io IP
-// informer, needed when the pod reconciler writes IP records.
-func NewCaches(kube informers.SharedInformerFactory, crds externalversions.SharedInformerFactory, sn versioned.Interface, shards int, withIPs bool) (*Caches, error) {
+// virtual shards (one IPAM cursor each).
+func NewCaches(kube informers.SharedInformerFactory, crds externalversions.SharedInformerFactory, sn versioned.Interface, shards int) (*Caches, error) {
 	c := &Caches{kube: kube, shardnet: crds}
 	pods := c.kube.Core().V1().Pods()
 	c.PodInformer = pods.Informer()
@@ -66,9 +69,10 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 	c.StatefulSets = c.kube.Apps().V1().StatefulSets().Lister()
 	c.SubnetLister = c.shardnet.Kubeovn().V1().Subnets().Lister()
 	c.IPPoolLister = c.shardnet.Kubeovn().V1().IPPools().Lister()
-	if withIPs {
-		c.IPs = c.shardnet.Kubeovn().V1().IPs().Lister()
-	}
+	// IP records and Vips are read by every replica: addresses they name
+	// are in use (adoption) whether or not this replica writes records.
+	c.IPs = c.shardnet.Kubeovn().V1().IPs().Lister()
+	c.Vips = c.shardnet.Kubeovn().V1().Vips().Lister()
 	claims := c.shardnet.Shardnet().V1alpha1().AddressClaims()
 	c.ClaimInformer = claims.Informer()
 	if err := c.ClaimInformer.AddIndexers(ClaimIndexers()); err != nil {
@@ -120,11 +124,10 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 		c.kube.Apps().V1().StatefulSets().Informer(),
 		c.shardnet.Kubeovn().V1().Subnets().Informer(),
 		c.shardnet.Kubeovn().V1().IPPools().Informer(),
+		c.shardnet.Kubeovn().V1().IPs().Informer(),
+		c.shardnet.Kubeovn().V1().Vips().Informer(),
 	} {
 		c.synced = append(c.synced, inf.HasSynced)
-	}
-	if withIPs {
-		c.synced = append(c.synced, c.shardnet.Kubeovn().V1().IPs().Informer().HasSynced)
 	}
 	return c, nil
 }
@@ -243,3 +246,29 @@ func (c *Caches) Namespace(name string) (*corev1.Namespace, bool) {
 func (c *Caches) ClaimIndex() cache.Indexer { return c.ClaimInformer.GetIndexer() }
 
 func sortAddrs(a []netip.Addr) { slices.SortFunc(a, func(x, y netip.Addr) int { return x.Compare(y) }) }
+
+// HoldSource returns what Subnets.Adopt reads: every Subnet, pod, IP
+// record and Vip in the caches and the Northbound ports ports lists
+// (which fails while the Northbound cache is not ready).
+func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() time.Time) func() (HoldInputs, error) {
+	return func() (HoldInputs, error) {
+		if !c.Synced() {
+			return HoldInputs{}, errors.New("caches not synced")
+		}
+		pts, err := ports()
+		if err != nil {
+			return HoldInputs{}, fmt.Errorf("reading the Northbound ports: %w", err)
+		}
+		in := HoldInputs{Subnets: c.Subnets(), Ports: pts, Now: now()}
+		if in.Pods, err = c.Pods.List(labels.Everything()); err != nil {
+			return HoldInputs{}, err
+		}
+		if in.IPs, err = c.IPs.List(labels.Everything()); err != nil {
+			return HoldInputs{}, err
+		}
+		if in.Vips, err = c.Vips.List(labels.Everything()); err != nil {
+			return HoldInputs{}, err
+		}
+		return in, nil
+	}
+}

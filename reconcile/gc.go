@@ -50,18 +50,31 @@ func (g *GC) Pass(now time.Time, owned func(key string) bool) []string {
 	for _, k := range g.caches.ClaimIndex().ListIndexFuncValues(ClaimsByPodIndex) {
 		candidates[k] = true
 	}
+	// Keys of KubeVirt VMs: their port and IP record are named by the VM,
+	// never by a pod, and outlive every launcher pod (kube-ovn keeps them
+	// until the VM goes). The collector leaves them alone.
+	vms := map[string]bool{}
 	if g.caches.IPs != nil {
 		ips, _ := g.caches.IPs.List(labels.Everything())
 		for _, ip := range ips {
-			if ip.Spec.PodName != "" && ip.Spec.Namespace != "" {
-				candidates[ip.Spec.Namespace+"/"+ip.Spec.PodName] = true
+			if ip.Spec.PodName == "" || ip.Spec.Namespace == "" {
+				continue
 			}
+			key := ip.Spec.Namespace + "/" + ip.Spec.PodName
+			if ip.Spec.PodType == "VirtualMachine" {
+				vms[key] = true
+				continue
+			}
+			candidates[key] = true
 		}
 	}
 	if g.portPods != nil {
 		for _, k := range g.portPods() {
 			candidates[k] = true
 		}
+	}
+	for k := range vms {
+		delete(candidates, k)
 	}
 
 	g.mu.Lock()

@@ -35,11 +35,16 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 	case err != nil:
 		return fmt.Errorf("reading IP %s: %w", name, err)
 	}
-	if equality.Semantic.DeepEqual(cur.Spec, spec) {
+	// Only the fields shardnet writes are compared and set: a record
+	// another controller wrote (kube-ovn's attach lists, container id)
+	// keeps the rest, and an adopted record that already says what
+	// shardnet would is not written at all.
+	merged := ownedIPFields(cur.Spec, spec)
+	if equality.Semantic.DeepEqual(cur.Spec, merged) {
 		return nil
 	}
 	upd := cur.DeepCopy()
-	upd.Spec = spec
+	upd.Spec = merged
 	if upd.Labels == nil {
 		upd.Labels = map[string]string{}
 	}
@@ -72,4 +77,14 @@ func (t *Term) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod)
 		return fmt.Errorf("deleting IP %s: %w", name, err)
 	}
 	return nil
+}
+
+// ownedIPFields is cur with the fields the pod reconciler writes taken
+// from want.
+func ownedIPFields(cur, want kubeovnv1.IPSpec) kubeovnv1.IPSpec {
+	out := cur
+	out.PodName, out.Namespace, out.Subnet, out.NodeName = want.PodName, want.Namespace, want.Subnet, want.NodeName
+	out.IPAddress, out.V4IPAddress, out.V6IPAddress = want.IPAddress, want.V4IPAddress, want.V6IPAddress
+	out.MacAddress, out.PodType = want.MacAddress, want.PodType
+	return out
 }

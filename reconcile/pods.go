@@ -49,7 +49,11 @@ const (
 	ReasonInvalidAnnotation = "InvalidNetworkAnnotation"
 	ReasonSubnet            = "SubnetUnavailable"
 	ReasonAddress           = "AcquireAddressFailed"
-	ReasonPort              = "CreateOVNPortFailed"
+	// ReasonAddressConflict: the address the pod asks for (its
+	// annotation, a static address) is in use by another holder found
+	// outside the claims.
+	ReasonAddressConflict = "AddressConflict"
+	ReasonPort            = "CreateOVNPortFailed"
 )
 
 // Retry delays for failures that only a change elsewhere cures.

@@ -1,9 +1,11 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,6 +44,13 @@ type Subnets struct {
 	entries map[string]*subnetEntry
 	// repaired counts the bits Refresh marked again (see Repaired).
 	repaired atomic.Uint64
+
+	// holdSource reads the places an address can be in use outside the
+	// claims; nil until SetHoldSource. holds is the last result, applied
+	// to every subnet built afterwards; guarded by mu.
+	holdSource func() (HoldInputs, error)
+	holds      Holds
+	lastAdopt  AdoptStats
 }
 
 type subnetEntry struct {
@@ -88,6 +97,12 @@ func (r *Subnets) Sync(s *kubeovnv1.Subnet, pools []*kubeovnv1.IPPool, nodeIPs [
 		}
 		for _, ip := range nodeIPs {
 			sub.Mark(ip)
+		}
+		r.mu.RLock()
+		held := r.holds[s.Name]
+		r.mu.RUnlock()
+		if held != nil {
+			sub.SetHolds(held, r.takenIn(s.Name, nodeIPs))
 		}
 		e.subnet = sub
 		e.usage = sub.Usage()
@@ -151,6 +166,19 @@ func (r *Subnets) HasFree(name string) bool {
 // still return.
 func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	r.mu.RLock()
+	src := r.holdSource
+	r.mu.RUnlock()
+	if src != nil {
+		st, err := r.Adopt()
+		if err != nil {
+			klog.Background().V(2).Info("Addresses in use not re-read this pass", "err", err)
+		} else {
+			r.mu.Lock()
+			r.lastAdopt = st
+			r.mu.Unlock()
+		}
+	}
+	r.mu.RLock()
 	entries := make(map[string]*subnetEntry, len(r.entries))
 	for k, e := range r.entries {
 		entries[k] = e
@@ -187,9 +215,17 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 			// The node addresses inside the subnet are held too (never
 			// handed to a pod), so used and available still add up to the
 			// usable positions.
+			// Addresses found in use without a claim (Adopt) are held
+			// too; each address counts once.
 			var held [2]uint64 // IPv4, IPv6
+			seen := make(map[netip.Addr]bool, len(claims))
 			count := func(a netip.Addr) {
-				if a.Unmap().Is4() {
+				a = a.Unmap()
+				if seen[a] {
+					return
+				}
+				seen[a] = true
+				if a.Is4() {
 					held[0]++
 				} else {
 					held[1]++
@@ -201,6 +237,9 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 				}
 			}
 			for _, a := range e.nodeIPs {
+				count(a)
+			}
+			for a := range e.subnet.Held() {
 				count(a)
 			}
 			for i := range u {
@@ -234,4 +273,109 @@ func (r *Subnets) Names() []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// SetHoldSource gives the registry what Adopt reads: the pods, IP
+// records, Vips and Northbound ports of the cluster. It returns an error
+// while one of them is not readable yet (a Northbound not connected).
+func (r *Subnets) SetHoldSource(f func() (HoldInputs, error)) {
+	r.mu.Lock()
+	r.holdSource = f
+	r.mu.Unlock()
+}
+
+// AdoptStats is the outcome of one Adopt pass.
+type AdoptStats struct {
+	// Held is the number of held addresses by subnet.
+	Held map[string]int
+	// Pending is, by subnet, the held addresses of live pods that no
+	// claim covers yet: what the pods' shard owners still have to adopt.
+	Pending map[string]int
+	// Conflicts are addresses more than one holder names.
+	Conflicts []HoldConflict
+}
+
+// PendingTotal is the sum of Pending.
+func (s AdoptStats) PendingTotal() int {
+	n := 0
+	for _, v := range s.Pending {
+		n += v
+	}
+	return n
+}
+
+// HeldTotal is the sum of Held.
+func (s AdoptStats) HeldTotal() int {
+	n := 0
+	for _, v := range s.Held {
+		n += v
+	}
+	return n
+}
+
+// Adopt finds every address in use outside the claims (CollectHolds) and
+// holds it in its subnet's allocator, so that no pick returns it and only
+// its holder may claim it; addresses no longer in use anywhere are freed
+// unless claimed. Run it once every source is synced before the first
+// allocation, then periodically (Refresh does).
+func (r *Subnets) Adopt() (AdoptStats, error) {
+	r.mu.RLock()
+	src := r.holdSource
+	r.mu.RUnlock()
+	if src == nil {
+		return AdoptStats{}, errors.New("no hold source")
+	}
+	in, err := src()
+	if err != nil {
+		return AdoptStats{}, err
+	}
+	holds, conflicts := CollectHolds(in)
+	r.mu.Lock()
+	r.holds = holds
+	entries := make(map[string]*subnetEntry, len(r.entries))
+	for k, e := range r.entries {
+		entries[k] = e
+	}
+	r.mu.Unlock()
+	st := AdoptStats{Held: map[string]int{}, Pending: map[string]int{}, Conflicts: conflicts}
+	for name, e := range entries {
+		if e.subnet == nil {
+			continue
+		}
+		held := holds[name]
+		e.subnet.SetHolds(held, r.takenIn(name, e.nodeIPs))
+		st.Held[name] = len(held)
+		pending := 0
+		for a, h := range held {
+			if h.Owner != "" && !r.claimed(name, a) {
+				pending++
+			}
+		}
+		st.Pending[name] = pending
+	}
+	return st, nil
+}
+
+// takenIn reports whether an address of the subnet is held by something
+// other than a hold: a claim, or a node address inside the subnet.
+func (r *Subnets) takenIn(subnet string, nodeIPs []netip.Addr) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		return slices.Contains(nodeIPs, a) || r.claimed(subnet, a)
+	}
+}
+
+// claimed reports whether the claim cache has a claim of a in subnet.
+func (r *Subnets) claimed(subnet string, a netip.Addr) bool {
+	if r.lister == nil {
+		return false
+	}
+	_, err := r.lister.Get(v1alpha1.ClaimName(subnet, a))
+	return err == nil
+}
+
+// LastAdopt is the outcome of the last Adopt pass Refresh made.
+func (r *Subnets) LastAdopt() AdoptStats {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.lastAdopt
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -28,8 +29,24 @@ func (t *Term) failureError(f *NetworkFailure) error {
 
 // addressError reports an allocation failure.
 func (t *Term) addressError(pod *corev1.Pod, np *NetworkPlan, err error) error {
+	if errors.Is(err, context.Canceled) {
+		// The shard term ended under the call (a handoff, a lost
+		// lease): nothing the user must act on.
+		return err
+	}
 	if np.Provider != DefaultProvider {
 		err = fmt.Errorf("network %s: %w", np.Provider, err)
+	}
+	if conflict := ipam.IsHoldConflict(err) ||
+		(errors.Is(err, ipam.ErrAllocated) && pod.Annotations[Key(np.Provider, KeyAllocated)] == "true"); conflict {
+		// Another pod (or a record, a Vip, a port) uses the address the
+		// pod was annotated with, or one found in use outside the claims
+		// that the pod asks for: a person must act (docs/contract.md
+		// §15; a static address another claim holds stays E8). The pod is retried, so it gets the
+		// address once the other holder goes, but it does not hold back
+		// its shard's first pass.
+		t.warn(pod, ReasonAddressConflict, err)
+		return queue.Waiting(retryWith(err, retryFull))
 	}
 	t.warn(pod, ReasonAddress, err)
 	switch {

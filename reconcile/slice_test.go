@@ -91,7 +91,7 @@ func startSlice(t *testing.T) *slice {
 	}
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithTransform(controller.TrimPod))
 	crdFactory := externalversions.NewSharedInformerFactory(kube.Shardnet, 0)
-	caches, err := NewCaches(kubeFactory, crdFactory, kube.Shardnet, 1, true)
+	caches, err := NewCaches(kubeFactory, crdFactory, kube.Shardnet, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

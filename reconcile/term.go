@@ -381,10 +381,16 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		}
 		return nil, fmt.Errorf("building port %s: %w", w.Port.Name, err)
 	}
-	if w.Route == nil {
+	route := w.Route
+	if route == nil && !cached {
+		// Annotated as routed, but the port is created now: it joins
+		// its node group (and gets its rows) as on the first route.
+		route = w.Reroute
+	}
+	if route == nil {
 		return ops, nil
 	}
-	if g := w.Route.PortGroup; g != "" {
+	if g := route.PortGroup; g != "" {
 		if cached {
 			// The port was there before this routed phase: it may be in
 			// another node's group (a re-created pod on another node).
@@ -401,14 +407,14 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		}
 		ops = append(ops, aops...)
 	}
-	for _, r := range w.Route.Routes {
+	for _, r := range route.Routes {
 		rops, err := nb.EnsureStaticRoute(r)
 		if err != nil {
 			return nil, err
 		}
 		ops = append(ops, rops...)
 	}
-	for _, n := range w.Route.NATs {
+	for _, n := range route.NATs {
 		nops, err := nb.EnsureNAT(n)
 		if err != nil {
 			return nil, err

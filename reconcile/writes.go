@@ -27,6 +27,12 @@ type NetworkWrites struct {
 	// Routed is true when the pod has a node and the network needs no
 	// further routed-phase work after Route.
 	Routed bool
+	// Reroute is the routed phase the annotations say is done (Route is
+	// nil then): the shell applies it when the port itself is missing
+	// from the Northbound, since a port created anew is in no group yet
+	// (an annotated pod whose port was lost, or that another controller
+	// annotated without one).
+	Reroute *RouteWrites
 }
 
 // RouteWrites are the routed-phase rows of one network.
@@ -55,8 +61,8 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 			Name:          np.Port,
 			Switch:        s.Name,
 			Pod:           key,
-			MAC:           al.MAC.String(),
-			IPs:           addrStrings(al.Addresses),
+			MAC:           macText(pod, np.Provider, al.MAC),
+			IPs:           addrTexts(pod, np.Provider, al.Addresses),
 			PortSecurity:  np.Request.PortSecurity,
 			VIPs:          addrList(np.Request.PortVIPs),
 			Layer2Forward: np.Request.Layer2Forward,
@@ -68,6 +74,8 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 		w.Annotations[Key(np.Provider, KeyRouted)] = "true"
 		if !alreadyRouted(pod, np.Provider, s.Name, al) {
 			w.Route = pl.routeWrites(s, pod, np, al)
+		} else {
+			w.Reroute = pl.routeWrites(s, pod, np, al)
 		}
 	}
 	if np.IPRecord != "" {
@@ -84,7 +92,7 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 func alreadyRouted(pod *corev1.Pod, provider, subnet string, al ipam.Allocation) bool {
 	ann := pod.Annotations
 	return ann[Key(provider, KeyRouted)] == "true" && ann[Key(provider, KeyLogicalSwitch)] == subnet &&
-		ann[Key(provider, KeyIPAddress)] == al.Addresses.String()
+		ann[Key(provider, KeyIPAddress)] == addrText(pod, provider, al.Addresses)
 }
 
 // annotations are the values shardnet owns on one network
@@ -92,9 +100,9 @@ func alreadyRouted(pod *corev1.Pod, provider, subnet string, al ipam.Allocation)
 func (pl *Planner) annotations(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) map[string]string {
 	s, k := np.Subnet, func(key string) string { return Key(np.Provider, key) }
 	want := map[string]string{
-		k(KeyIPAddress): al.Addresses.String(),
+		k(KeyIPAddress): addrText(pod, np.Provider, al.Addresses),
 		k(KeyCIDR):      s.Spec.CIDRBlock,
-		k(KeyGateway):   np.Alloc.Gateways().String(),
+		k(KeyGateway):   gatewayText(s, np.Alloc.Gateways()),
 		k(KeyAllocated): "true",
 	}
 	if np.Kind == AttachmentIPAMOnly {
@@ -102,7 +110,7 @@ func (pl *Planner) annotations(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocat
 		// interface, so no MAC, switch or NIC type is promised.
 		return want
 	}
-	want[k(KeyMACAddress)] = al.MAC.String()
+	want[k(KeyMACAddress)] = macText(pod, np.Provider, al.MAC)
 	want[k(KeyLogicalSwitch)] = s.Name
 	if pod.Annotations[k(KeyPodNICType)] == "" {
 		want[k(KeyPodNICType)] = pl.PodNICType
@@ -156,8 +164,8 @@ func ipRecord(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) *IPRecord {
 		Namespace:  pod.Namespace,
 		Subnet:     np.Subnet.Name,
 		NodeName:   pod.Spec.NodeName,
-		IPAddress:  al.Addresses.String(),
-		MacAddress: al.MAC.String(),
+		IPAddress:  addrText(pod, np.Provider, al.Addresses),
+		MacAddress: macText(pod, np.Provider, al.MAC),
 		PodType:    PodType(pod),
 	}
 	if np.Kind == AttachmentIPAMOnly {
@@ -183,7 +191,51 @@ func NodePortGroupName(subnet, node string) string {
 	return strings.ReplaceAll(subnet+"."+node, "-", ".")
 }
 
-func addrStrings(a ipam.Addresses) []string { return addrList(a.List()) }
+// macText is the MAC as the pod's annotation spells it when the
+// annotation names m (kube-ovn writes upper-case hex digits, and a static
+// MAC keeps the case its author chose), else m's canonical form: an
+// adopted pod's annotations, port and IP record stay byte for byte
+// (docs/contract.md §15).
+func macText(pod *corev1.Pod, provider string, m ipam.MAC) string {
+	if s := pod.Annotations[Key(provider, KeyMACAddress)]; s != "" {
+		if got, err := ipam.ParseMAC(s); err == nil && got == m {
+			return s
+		}
+	}
+	return m.String()
+}
+
+// gatewayText is the Subnet's spec.gateway as written when it names the
+// allocator's gateways, else their canonical form.
+func gatewayText(s *kubeovnv1.Subnet, gw ipam.Addresses) string {
+	if got, err := ipam.ParseAddresses(s.Spec.Gateway); err == nil && got == gw {
+		return s.Spec.Gateway
+	}
+	return gw.String()
+}
+
+// addrText is the addresses as the pod's annotation spells them when the
+// annotation names exactly a, else a's canonical form.
+func addrText(pod *corev1.Pod, provider string, a ipam.Addresses) string {
+	if s := pod.Annotations[Key(provider, KeyIPAddress)]; s != "" {
+		if got, err := ipam.ParseAddresses(s); err == nil && got == a {
+			return s
+		}
+	}
+	return a.String()
+}
+
+// addrTexts is addrText as a list, in the order the text gives.
+func addrTexts(pod *corev1.Pod, provider string, a ipam.Addresses) []string {
+	if t := addrText(pod, provider, a); t != a.String() {
+		parts := strings.Split(t, ",")
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		return parts
+	}
+	return addrList(a.List())
+}
 
 func addrList(as []netip.Addr) []string {
 	out := make([]string, 0, len(as))

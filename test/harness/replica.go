@@ -137,7 +137,11 @@ func (r *Replica) Ready() bool {
 
 // Metric returns the sum of every sample of the named metric on /metrics
 // (0 when the replica exports none).
-func (r *Replica) Metric(name string) (float64, error) {
+func (r *Replica) Metric(name string) (float64, error) { return r.MetricWhere(name, nil) }
+
+// MetricWhere is Metric restricted to the samples whose labels include
+// every label=value of want.
+func (r *Replica) MetricWhere(name string, want map[string]string) (float64, error) {
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + r.MetricsAddr + "/metrics")
 	if err != nil {
@@ -159,7 +163,17 @@ func (r *Replica) Metric(name string) (float64, error) {
 		if !ok {
 			continue
 		}
-		if n, _, _ := strings.Cut(series, "{"); n != name {
+		n, labels, _ := strings.Cut(series, "{")
+		if n != name {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			if !strings.Contains(","+labels, ","+k+"=\""+v+"\"") {
+				match = false
+			}
+		}
+		if !match {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)

@@ -17,10 +17,13 @@ type Options struct {
 	Namespace  string
 
 	NBEndpoints  string
+	OVNNBAddr    string // kube-ovn-controller's name for NBEndpoints
 	NBLeaderOnly bool
 	NBCert       string
 	NBKey        string
 	NBCA         string
+	NBTLSDir     string
+	NBServerName string
 
 	Shards          int
 	WorkersPerShard int
@@ -56,11 +59,14 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster config")
 	fs.StringVar(&o.Identity, "identity", identity, "this replica's stable name (the StatefulSet pod name; default $POD_NAME or the hostname)")
 	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "kube-system"), "namespace of the coordination Leases (default $POD_NAMESPACE or kube-system)")
-	fs.StringVar(&o.NBEndpoints, "nb-endpoints", "", "OVN Northbound remotes, comma separated (tcp:HOST:PORT, ssl:HOST:PORT, unix:PATH); one per RAFT member")
+	fs.StringVar(&o.NBEndpoints, "nb-endpoints", "", nbEndpointsHelp)
+	fs.StringVar(&o.OVNNBAddr, "ovn-nb-addr", "", "the same as --nb-endpoints, under kube-ovn-controller's name; giving both is an error unless they list the same remotes")
 	fs.BoolVar(&o.NBLeaderOnly, "nb-leader-only", true, "connect only to the RAFT leader")
-	fs.StringVar(&o.NBCert, "nb-cert", "", "client certificate for ssl: endpoints")
-	fs.StringVar(&o.NBKey, "nb-key", "", "client key for ssl: endpoints")
-	fs.StringVar(&o.NBCA, "nb-ca", "", "CA bundle for ssl: endpoints")
+	fs.StringVar(&o.NBCert, "nb-cert", "", "client certificate for ssl: endpoints (wins over --nb-tls-dir)")
+	fs.StringVar(&o.NBKey, "nb-key", "", "client key for ssl: endpoints (wins over --nb-tls-dir)")
+	fs.StringVar(&o.NBCA, "nb-ca", "", "CA bundle for ssl: endpoints (wins over --nb-tls-dir)")
+	fs.StringVar(&o.NBTLSDir, "nb-tls-dir", "", nbTLSDirHelp)
+	fs.StringVar(&o.NBServerName, "nb-server-name", "", nbServerNameHelp)
 	fs.IntVar(&o.Shards, "shards", 64, "number of virtual shards S; fixed for a cluster")
 	fs.IntVar(&o.WorkersPerShard, "workers-per-shard", 2, "pod keys of one shard reconciled at once")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "member and leader Lease duration: a dead replica's shards move after about this long")
@@ -90,17 +96,7 @@ func (o *Options) validate() error {
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace is required"))
 	}
-	if len(o.endpoints()) == 0 {
-		errs = append(errs, errors.New("--nb-endpoints is required"))
-	}
-	for _, e := range o.endpoints() {
-		if !strings.HasPrefix(e, "tcp:") && !strings.HasPrefix(e, "ssl:") && !strings.HasPrefix(e, "unix:") {
-			errs = append(errs, fmt.Errorf("--nb-endpoints: %q is not tcp:, ssl: or unix:", e))
-		}
-		if strings.HasPrefix(e, "ssl:") && (o.NBCert == "" || o.NBKey == "" || o.NBCA == "") {
-			errs = append(errs, fmt.Errorf("--nb-endpoints: %q needs --nb-cert, --nb-key and --nb-ca", e))
-		}
-	}
+	errs = append(errs, o.validateNB()...)
 	if o.Shards < 1 || o.Shards > 4096 {
 		errs = append(errs, fmt.Errorf("--shards %d: want 1..4096", o.Shards))
 	}
@@ -122,14 +118,11 @@ func (o *Options) validate() error {
 	return errors.Join(errs...)
 }
 
+// endpoints are the Northbound remotes (resolveNBEndpoints); none when
+// they cannot be resolved, which validate reports.
 func (o *Options) endpoints() []string {
-	var out []string
-	for _, e := range strings.Split(o.NBEndpoints, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
+	nb, _ := resolveNBEndpoints(o.NBEndpoints, o.OVNNBAddr, os.Getenv)
+	return nb.list
 }
 
 func envOr(key, def string) string {

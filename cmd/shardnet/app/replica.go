@@ -3,10 +3,8 @@ package app
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +50,13 @@ type Replica struct {
 
 	// subnetQ holds subnet names for the leader's subnet reconciler.
 	subnetQ workqueue.TypedRateLimitingInterface[string]
+
+	// adoption exports the addresses found in use; lastPending and
+	// conflictsLogged keep its log lines to changes (statusLoop only).
+	adoption        *metrics.Adoption
+	adoptMu         sync.Mutex
+	lastPending     int
+	conflictsLogged map[string]bool
 }
 
 // NewReplica builds a replica from validated options. rc, when not nil,
@@ -87,9 +92,12 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	if r.met, err = metrics.New(reg); err != nil {
 		return nil, err
 	}
-	nbCfg := ovn.Config{Endpoints: opts.endpoints(), LeaderOnly: opts.NBLeaderOnly && len(opts.endpoints()) > 1, Logger: klog.FromContext(ctx).WithName("nb")}
+	if r.adoption, err = metrics.NewAdoption(reg); err != nil {
+		return nil, err
+	}
+	nbCfg := opts.nbConfig(klog.FromContext(ctx).WithName("nb"))
 	if opts.usesSSL() {
-		if nbCfg.TLS, err = nbTLS(opts.NBCert, opts.NBKey, opts.NBCA); err != nil {
+		if nbCfg.TLS, err = nbTLS(&opts, nbCfg.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -117,12 +125,14 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		ReadyChecks:     []func() error{r.nb.Ready, r.cachesSynced},
 		NewReconciler:   r.newShard,
 		OnLeading:       r.onLeading,
+		BeforeJoin:      r.adopt,
 		Setup: func(inf *controller.Informers) error {
-			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards, opts.IPRecords)
+			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards)
 			if err != nil {
 				return err
 			}
 			r.caches = c
+			c.Registry.SetHoldSource(c.HoldSource(r.nbPorts, time.Now))
 			return r.watchSubnets(inf)
 		},
 	})
@@ -144,7 +154,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	}
 	if r.subnets, err = reconcile.NewSubnetReconciler(reconcile.SubnetConfig{
 		NB: r.nb, Shardnet: r.sn, Subnets: c.SubnetLister, Nodes: c.Nodes, Claims: c.Claims,
-		Registry: c.Registry, Recorder: recorder, ClusterRouter: opts.ClusterRouter,
+		Registry: c.Registry, Recorder: recorder, ClusterRouter: opts.ClusterRouter, Metrics: r.met,
 	}); err != nil {
 		r.nb.Close()
 		return nil, err
@@ -262,6 +272,7 @@ func (r *Replica) statusLoop(ctx context.Context) {
 				continue
 			}
 			usage := r.caches.Registry.Refresh()
+			r.reportAdoption(ctx, r.caches.Registry.LastAdopt())
 			if r.ctrl.IsLeader() {
 				_ = r.subnets.RefreshStatus(ctx, usage)
 			}
@@ -401,18 +412,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return rc, nil
 }
 
-func nbTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+// nbTLS is the client TLS configuration for ssl: remotes, from the
+// certificate flags or a directory (resolveNBTLSFiles, newNBTLSConfig); it
+// logs which files it took.
+func nbTLS(opts *Options, logger klog.Logger) (*tls.Config, error) {
+	files, err := opts.tlsFiles()
 	if err != nil {
-		return nil, fmt.Errorf("loading the Northbound client certificate: %w", err)
+		return nil, fmt.Errorf("the Northbound's TLS material: %w", err)
 	}
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the Northbound CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("no certificate in %s", caFile)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	logger.Info("Northbound TLS material", "cert", files.cert, "key", files.key, "ca", files.ca, "from", files.source, "serverName", opts.NBServerName)
+	return newNBTLSConfig(files, opts.NBServerName)
 }

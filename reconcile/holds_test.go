@@ -1,0 +1,155 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn"
+)
+
+func holdPod(name string, created int, ann map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			CreationTimestamp: metav1.NewTime(time.Unix(int64(created), 0)), Annotations: ann},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+func kubeOVNAnnotations(provider, subnet, ip, mac string) map[string]string {
+	return map[string]string{
+		Key(provider, KeyAllocated): "true", Key(provider, KeyIPAddress): ip,
+		Key(provider, KeyMACAddress): mac, Key(provider, KeyLogicalSwitch): subnet,
+	}
+}
+
+// TestCollectHolds pins where adoption finds addresses in use and who
+// keeps an address several holders name (docs/contract.md §15).
+func TestCollectHolds(t *testing.T) {
+	subnets := []*kubeovnv1.Subnet{
+		{ObjectMeta: metav1.ObjectMeta{Name: "ovn-default"}, Spec: kubeovnv1.SubnetSpec{CIDRBlock: "10.16.0.0/16", Provider: "ovn"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "attach"}, Spec: kubeovnv1.SubnetSpec{CIDRBlock: "172.17.0.0/24", Provider: "net1.ns.ovn"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "join"}, Spec: kubeovnv1.SubnetSpec{CIDRBlock: "100.64.0.0/16"}},
+	}
+	running := holdPod("running", 10, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.5", "00:00:00:AB:CD:EF"))
+	for k, v := range kubeOVNAnnotations("net1.ns.ovn", "", "172.17.0.9", "00:00:00:00:00:09") {
+		running.Annotations[k] = v
+	}
+	delete(running.Annotations, Key("net1.ns.ovn", KeyLogicalSwitch)) // IPAM-only: found by CIDR
+	// Two pods annotated with one address: the one whose port carries it
+	// keeps it, though it is younger.
+	older := holdPod("older", 1, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.7", "00:00:00:00:00:07"))
+	withPort := holdPod("with-port", 5, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.7", "00:00:00:00:00:17"))
+	// Without a port either way: the older keeps it.
+	a := holdPod("a", 3, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.8", ""))
+	b := holdPod("b", 2, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.8", ""))
+	done := holdPod("done", 1, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.30", ""))
+	done.Status.Phase = corev1.PodSucceeded
+	done.Spec.RestartPolicy = corev1.RestartPolicyNever
+	stsGone := holdPod("web-0", 1, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.31", ""))
+	stsGone.Status.Phase = corev1.PodFailed
+	stsGone.Spec.RestartPolicy = corev1.RestartPolicyNever
+	stsGone.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "sts-uid"}}
+	host := holdPod("host", 1, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.32", ""))
+	host.Spec.HostNetwork = true
+
+	in := HoldInputs{
+		Subnets: subnets,
+		Pods:    []*corev1.Pod{running, older, withPort, a, b, done, stsGone, host},
+		IPs: []*kubeovnv1.IP{
+			{ObjectMeta: metav1.ObjectMeta{Name: "running.ns"}, Spec: kubeovnv1.IPSpec{PodName: "running", Namespace: "ns", Subnet: "ovn-default", IPAddress: "10.16.0.5", V4IPAddress: "10.16.0.5"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "gone.ns"}, Spec: kubeovnv1.IPSpec{PodName: "gone", Namespace: "ns", Subnet: "ovn-default", IPAddress: "10.16.0.20", MacAddress: "00:00:00:00:00:20"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "node-n1"}, Spec: kubeovnv1.IPSpec{PodName: "n1", Subnet: "join", V4IPAddress: "100.64.0.2"}},
+		},
+		Vips: []*kubeovnv1.Vip{{ObjectMeta: metav1.ObjectMeta{Name: "vip1"}, Spec: kubeovnv1.VipSpec{Subnet: "ovn-default"}, Status: kubeovnv1.VipStatus{V4ip: "10.16.0.40"}}},
+		Ports: []ovn.PortAddress{
+			{Name: "with-port.ns", Switch: "ovn-default", Pod: "ns/with-port", MAC: "00:00:00:00:00:17", IPs: []string{"10.16.0.7"}},
+			{Name: "orphan.ns", Switch: "ovn-default", Pod: "ns/orphan", MAC: "00:00:00:00:00:21", IPs: []string{"10.16.0.21"}},
+			{Name: "node-n2", Switch: "join", MAC: "00:00:00:00:00:03", IPs: []string{"100.64.0.3"}},
+			{Name: "ovn-default-ovn-cluster", Switch: "ovn-default"},
+			{Name: "stray", Switch: "ovn-default", MAC: "00:00:00:00:00:99", IPs: []string{"192.168.9.9"}}, // outside: ignored
+		},
+		Now: time.Unix(100, 0),
+	}
+	holds, conflicts := CollectHolds(in)
+	owner := func(p *corev1.Pod) string { return ipam.OwnerKey(ClaimOwnerOf(p)) }
+	want := map[string]map[string]ipam.Hold{
+		"ovn-default": {
+			"10.16.0.5":  {Owner: owner(running), Source: "pod ns/running", MAC: mustMAC(t, "00:00:00:AB:CD:EF")},
+			"10.16.0.7":  {Owner: owner(withPort), Source: "pod ns/with-port", MAC: mustMAC(t, "00:00:00:00:00:17")},
+			"10.16.0.8":  {Owner: owner(b), Source: "pod ns/b"},
+			"10.16.0.31": {Owner: owner(stsGone), Source: "pod ns/web-0"},
+			"10.16.0.20": {Name: "ns/gone", Source: "IP record gone.ns", MAC: mustMAC(t, "00:00:00:00:00:20")},
+			"10.16.0.21": {Name: "ns/orphan", Source: "port orphan.ns", MAC: mustMAC(t, "00:00:00:00:00:21")},
+			"10.16.0.40": {Source: "Vip vip1"},
+		},
+		"attach": {
+			"172.17.0.9": {Owner: owner(running), Source: "pod ns/running", MAC: mustMAC(t, "00:00:00:00:00:09")},
+		},
+		"join": {
+			"100.64.0.2": {Source: "IP record node-n1"},
+			"100.64.0.3": {Source: "port node-n2", MAC: mustMAC(t, "00:00:00:00:00:03")},
+		},
+	}
+	for subnet, addrs := range want {
+		if len(holds[subnet]) != len(addrs) {
+			t.Errorf("subnet %s: %d holds, want %d: %v", subnet, len(holds[subnet]), len(addrs), holds[subnet])
+		}
+		for s, h := range addrs {
+			if got := holds[subnet][netip.MustParseAddr(s)]; got != h {
+				t.Errorf("%s %s: hold %+v, want %+v", subnet, s, got, h)
+			}
+		}
+	}
+	if len(holds) != len(want) {
+		t.Errorf("holds in %d subnets, want %d", len(holds), len(want))
+	}
+	if len(conflicts) != 2 || conflicts[0].Addr.String() != "10.16.0.7" || conflicts[0].Kept != "pod ns/with-port" ||
+		conflicts[1].Addr.String() != "10.16.0.8" || conflicts[1].Kept != "pod ns/b" || conflicts[1].Others[0] != "pod ns/a" {
+		t.Errorf("conflicts = %+v", conflicts)
+	}
+}
+
+func mustMAC(t *testing.T, s string) ipam.MAC {
+	t.Helper()
+	m, err := ipam.ParseMAC(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkCollectHolds measures one adoption pass over 10,000 pods, each
+// with an IP record and a port: the work every replica repeats each
+// --status-interval.
+func BenchmarkCollectHolds(b *testing.B) {
+	const n = 10000
+	in := HoldInputs{
+		Subnets: []*kubeovnv1.Subnet{{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: kubeovnv1.SubnetSpec{CIDRBlock: "10.0.0.0/16"}}},
+		Now:     time.Unix(100, 0),
+	}
+	for i := range n {
+		ip := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String()
+		mac := fmt.Sprintf("00:00:00:%02X:%02X:%02X", byte(i>>16), byte(i>>8), byte(i))
+		name := fmt.Sprintf("p%05d", i)
+		in.Pods = append(in.Pods, holdPod(name, i, kubeOVNAnnotations("ovn", "s", ip, mac)))
+		in.IPs = append(in.IPs, &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name + ".ns"}, Spec: kubeovnv1.IPSpec{PodName: name, Namespace: "ns", Subnet: "s", IPAddress: ip, MacAddress: mac}})
+		in.Ports = append(in.Ports, ovn.PortAddress{Name: name + ".ns", Switch: "s", Pod: "ns/" + name, MAC: mac, IPs: []string{ip}})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		holds, _ := CollectHolds(in)
+		if len(holds["s"]) != n {
+			b.Fatalf("%d holds", len(holds["s"]))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/pod")
+}
