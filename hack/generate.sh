@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every generated file: deepcopy methods and CRD manifests
-# (controller-gen), typed clientset, listers and informers (code-generator),
-# and the OVN Northbound models (libovsdb modelgen). The generators are
-# pinned in hack/tools/go.mod.
+# (controller-gen, into deploy/base/crds and deploy/kubeovn-crds), typed
+# clientset, listers and informers (code-generator), and the OVN Northbound
+# models (libovsdb modelgen). The generators are pinned in hack/tools/go.mod.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +12,13 @@ H=hack/boilerplate.go.txt
 APIS="$M/api/kubeovn/v1 $M/api/shardnet/v1alpha1"
 
 $T controller-gen object:headerFile=$H paths=./api/...
-rm -rf deploy/crds && $T controller-gen crd:allowDangerousTypes=true paths=./api/... output:crd:dir=deploy/crds
+# shardnet's own CRD (AddressClaim) belongs to the kustomize base; the
+# kubeovn.io CRDs are an opt-in directory for clusters without kube-ovn (its
+# kustomization.yaml and README.md are kept).
+rm -rf deploy/base/crds
+$T controller-gen crd:allowDangerousTypes=true paths=./api/shardnet/... output:crd:dir=deploy/base/crds
+rm -f deploy/kubeovn-crds/kubeovn.io_*.yaml
+$T controller-gen crd:allowDangerousTypes=true paths=./api/kubeovn/... output:crd:dir=deploy/kubeovn-crds
 
 rm -rf api/client
 $T client-gen --clientset-name versioned --input-base "" \

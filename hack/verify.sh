@@ -14,10 +14,10 @@ for mod in . hack/tools test/tools/etcd test/tools/kube-apiserver test/tools/kwo
 	(cd "$mod" && go mod tidy -diff) || { echo "verify: go mod tidy changes $mod"; fail=1; }
 done
 hack/generate.sh
-if ! git diff --exit-code --stat -- api deploy/crds ovn/nbdb; then
+if ! git diff --exit-code --stat -- api deploy/base/crds deploy/kubeovn-crds ovn/nbdb; then
 	echo "verify: make generate changed the files above"; fail=1
 fi
-untracked=$(git ls-files --others --exclude-standard -- api deploy/crds ovn/nbdb)
+untracked=$(git ls-files --others --exclude-standard -- api deploy/base/crds deploy/kubeovn-crds ovn/nbdb)
 if [ -n "$untracked" ]; then
 	echo "verify: make generate created untracked files:"; echo "$untracked"; fail=1
 fi

@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,16 +13,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/cmd/shardnet/app"
@@ -37,26 +43,24 @@ func deployDir(t *testing.T) string {
 	return dir
 }
 
-// kustomizeResources returns the objects of the files a kustomization
-// lists (resources only: the base uses no patches or generators).
+// kustomizeResources builds the kustomization in dir with kustomize's own
+// engine (as `kubectl kustomize` does, with its default load restrictions:
+// every file must be in or below dir) and returns the objects.
 func kustomizeResources(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	var k struct {
-		Resources []string `json:"resources"`
-		Namespace string   `json:"namespace"`
+	b, err := m.AsYaml()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	if err := yaml.Unmarshal(b, &k); err != nil {
-		t.Fatalf("kustomization: %v", err)
+	objs := decodeObjects(t, dir, b)
+	if len(objs) == 0 {
+		t.Fatalf("kustomize build %s: no objects", dir)
 	}
-	var out []*unstructured.Unstructured
-	for _, r := range k.Resources {
-		out = append(out, readObjects(t, filepath.Join(dir, r))...)
-	}
-	return out
+	return objs
 }
 
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
@@ -65,15 +69,21 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decodeObjects(t, path, b)
+}
+
+// decodeObjects decodes the YAML documents of b (from source) into objects.
+func decodeObjects(t *testing.T, source string, b []byte) []*unstructured.Unstructured {
+	t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var out []*unstructured.Unstructured
 	for {
 		var obj map[string]any
 		if err := dec.Decode(&obj); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				break
 			}
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", source, err)
 		}
 		if len(obj) == 0 {
 			continue
@@ -123,10 +133,75 @@ func (a *applier) apply(ctx context.Context, obj *unstructured.Unstructured, dry
 	return nil
 }
 
-// TestDeployManifests: every manifest passes a server-side dry run on the
-// real API server, and shardnet running with the deploy ServiceAccount's
-// token (RBAC on) reconciles 500 pods, which proves the ClusterRole and
-// Role sufficient.
+// TestKustomizeBuilds builds deploy/base and deploy/kubeovn-crds with
+// kustomize's engine and checks what each installs: the base only what
+// shardnet owns (its AddressClaim CRD and the objects that run it, all in
+// kube-system), the opt-in directory only the kubeovn.io CRDs, every one of
+// the generated CRD files of each.
+func TestKustomizeBuilds(t *testing.T) {
+	dir := deployDir(t)
+
+	base := kustomizeResources(t, filepath.Join(dir, "base"))
+	kinds := map[string]int{}
+	for _, o := range base {
+		kinds[o.GetKind()]++
+		gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case gv.Group == "kubeovn.io":
+			t.Errorf("base: %s %s is kube-ovn's", o.GetKind(), o.GetName())
+		case o.GetKind() == "CustomResourceDefinition":
+			if group, _, _ := unstructured.NestedString(o.Object, "spec", "group"); group != "shardnet.io" {
+				t.Errorf("base: CRD %s of group %q; the base installs shardnet.io CRDs only", o.GetName(), group)
+			}
+		case o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding":
+		default:
+			if o.GetNamespace() != "kube-system" {
+				t.Errorf("base: %s %s in namespace %q, want kube-system", o.GetKind(), o.GetName(), o.GetNamespace())
+			}
+		}
+	}
+	for _, k := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "StatefulSet", "Service", "PodDisruptionBudget"} {
+		if kinds[k] == 0 {
+			t.Errorf("base: no %s (kinds: %v)", k, kinds)
+		}
+	}
+	checkBuildHasFiles(t, base, harness.CRDFiles(t, filepath.Join(dir, "base", "crds")))
+
+	crds := kustomizeResources(t, filepath.Join(dir, "kubeovn-crds"))
+	for _, o := range crds {
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		if o.GetKind() != "CustomResourceDefinition" || group != "kubeovn.io" {
+			t.Errorf("kubeovn-crds: %s %s (group %q); want kubeovn.io CRDs only", o.GetKind(), o.GetName(), group)
+		}
+	}
+	checkBuildHasFiles(t, crds, harness.CRDFiles(t, filepath.Join(dir, "kubeovn-crds")))
+}
+
+// checkBuildHasFiles fails unless a kustomize build holds the CRD of each
+// generated file: a kind added to the API must be listed in the
+// kustomization too.
+func checkBuildHasFiles(t *testing.T, built []*unstructured.Unstructured, files []string) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, o := range built {
+		names[o.GetKind()+"/"+o.GetName()] = true
+	}
+	for _, f := range files {
+		crd := harness.ReadCRD(t, f)
+		if !names["CustomResourceDefinition/"+crd.Name] {
+			t.Errorf("%s: CRD %s is not in the kustomize build", f, crd.Name)
+		}
+	}
+}
+
+// TestDeployManifests: every manifest, as kustomize builds it (the base, the
+// opt-in kubeovn.io CRDs, the optional ServiceMonitor and the example
+// Secret), passes a server-side apply dry run on the real API server, and
+// shardnet running with the deploy ServiceAccount's token (RBAC on)
+// reconciles 500 pods, which proves the ClusterRole and Role sufficient.
 func TestDeployManifests(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -135,6 +210,7 @@ func TestDeployManifests(t *testing.T) {
 	ap := newApplier(t, c.kube.Config)
 
 	objs := kustomizeResources(t, filepath.Join(dir, "base"))
+	objs = append(objs, kustomizeResources(t, filepath.Join(dir, "kubeovn-crds"))...)
 	objs = append(objs, readObjects(t, filepath.Join(dir, "base", "nb-secret.example.yaml"))...)
 	// The ServiceMonitor's CRD belongs to the Prometheus Operator; a stand-in
 	// CRD lets the API server check the manifest's shape.
@@ -143,6 +219,11 @@ func TestDeployManifests(t *testing.T) {
 	// too, so the run below proves that rule sufficient as well.
 	c.kube.InstallNADCRD(t)
 	objs = append(objs, readObjects(t, filepath.Join(dir, "optional", "servicemonitor.yaml"))...)
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" {
+			ensureNamespace(t, ctx, c.kube, ns)
+		}
+	}
 	for _, o := range objs {
 		if err := ap.apply(ctx, o, true); err != nil {
 			t.Errorf("dry run: %v", err)
@@ -200,6 +281,15 @@ func TestDeployManifests(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// ensureNamespace creates namespace ns unless it exists.
+func ensureNamespace(t *testing.T, ctx context.Context, k *harness.Kube, ns string) {
+	t.Helper()
+	_, err := k.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("namespace %s: %v", ns, err)
+	}
 }
 
 // serviceAccountConfig returns a client config that authenticates as the

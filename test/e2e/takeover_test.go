@@ -18,7 +18,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -126,7 +128,10 @@ type takeoverEnv struct {
 }
 
 func TestTakeOverKubeOVNCluster(t *testing.T) {
-	e := &takeoverEnv{t: t, kube: harness.StartKube(t), replicas: map[string]*harness.Replica{}}
+	// A kube-ovn cluster: kube-ovn's own kubeovn.io CRDs (pinned copies),
+	// and shardnet's base (the AddressClaim CRD) installed beside them.
+	e := &takeoverEnv{t: t, replicas: map[string]*harness.Replica{}}
+	e.kube = harness.StartKubeWithCRDs(t, harness.DefaultCRDDirs(t)[0], harness.KubeOVNCRDDir(t))
 	e.kube.StartKwok(t)
 	nb := harness.StartNB(t)
 	e.view = harness.NBView(t, client.WithEndpoint(nb.Endpoint))
@@ -146,13 +151,14 @@ func TestTakeOverKubeOVNCluster(t *testing.T) {
 		// failover.
 		"--lease-duration=10s", "--renew-deadline=8s", "--retry-period=1s",
 		"--ip-records=true", "--default-subnet=ovn-default",
-		// Long enough that a contender's first attempt meets the orphan
-		// rows before the collector removes them.
-		"--gc-interval=2s", "--gc-grace=15s", "--status-interval=500ms",
+		// The orphan rows stay until the test removes them, as the
+		// collector (tested on its own) or a person would.
+		"--gc-interval=2s", "--gc-grace=10m", "--status-interval=500ms",
 		"--memory-limit=none",
 		"--v=2",
 	}
 	before := e.snapshotNB(ctx)
+	subnetsBefore := e.readSubnets(ctx)
 	preparedPods := e.readPods(ctx)
 	preparedIPs := e.readIPs(ctx)
 
@@ -188,6 +194,7 @@ func TestTakeOverKubeOVNCluster(t *testing.T) {
 	t.Logf("takeover settled after %v", time.Since(start).Round(time.Millisecond))
 
 	e.checkUnchanged(ctx, before, preparedPods, preparedIPs)
+	e.checkSubnetsKept(ctx, subnetsBefore)
 	e.checkHalfWritten(ctx, contenders)
 	e.checkNoDuplicates(ctx)
 	e.report(ctx, adopted)
@@ -220,6 +227,17 @@ func (e *takeoverEnv) prepareKube(ctx context.Context) {
 		}}
 		if _, err := e.kube.Shardnet.KubeovnV1().Subnets().Create(ctx, sub, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
+		}
+		// Fields of kube-ovn's Subnet that shardnet's type does not know,
+		// in spec and in status, as kube-ovn's controllers leave them.
+		spec := []byte(`{"spec":{"mtu":1400,"enableLb":true,"natOutgoing":true,"enableEcmp":false,` +
+			`"acls":[{"action":"allow-related","direction":"to-lport","match":"ip4.src==10.0.0.0/8","priority":1000}]}}`)
+		if _, err := e.dyn().Resource(subnetGVR).Patch(ctx, s.name, types.MergePatchType, spec, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("subnet %s spec: %v", s.name, err)
+		}
+		status := []byte(`{"status":{"activateGateway":"kwok-to-0","dhcpV4OptionsUUID":"5b2f6e4c-0000-4000-8000-000000000001","u2oInterconnectionIP":"","v4availableIPs":0,"v4usingIPs":0}}`)
+		if _, err := e.dyn().Resource(subnetGVR).Patch(ctx, s.name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("subnet %s status: %v", s.name, err)
 		}
 	}
 	sts, err := e.kube.Client.AppsV1().StatefulSets(toNS).Create(ctx, &appsv1.StatefulSet{
@@ -856,13 +874,31 @@ func (e *takeoverEnv) checkHalfWritten(ctx context.Context, contenders []*newPod
 	if owner(p.ip) != p.key() || owner(p.portIP) != "" {
 		t.Errorf("disagree: %s claimed by %q, %s by %q", p.ip, owner(p.ip), p.portIP, owner(p.portIP))
 	}
-	// The orphan port and record: held (their contenders were refused
-	// with AddressConflict) until the collector removed them; then the
-	// contenders got the addresses.
+	// The orphan port and record hold their addresses: their contenders
+	// are refused with AddressConflict and get nothing.
 	for _, c := range contenders {
 		e.wantEvent(ctx, c.name, "AddressConflict")
 	}
-	waitFor(t, ctx, "orphan rows collected and their addresses handed on", func() error {
+	claims = e.claimsByAddr(ctx)
+	for _, c := range contenders {
+		if cl, ok := claims["ovn-default/"+c.want]; ok {
+			t.Errorf("%s, held by an orphan row, was claimed by %+v", c.want, cl.Spec.Owner)
+		}
+	}
+	// Once the rows are gone (as the collector or a person removes them),
+	// the contenders get the addresses.
+	ports = listBy(e, ctx, func(r nbdb.LogicalSwitchPort) string { return r.Name })
+	orphan := ports["port-no-pod."+toHalfNS]
+	e.transact(ctx, []ovsdb.Operation{
+		{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+			Where:     []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "ovn-default"}},
+			Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: orphan.UUID}}}}}},
+		{Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchPortTable, Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: orphan.UUID}}}},
+	})
+	if err := e.kube.Shardnet.KubeovnV1().IPs().Delete(ctx, "rec-no-pod."+toHalfNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "orphan rows removed and their addresses handed on", func() error {
 		claims := e.claimsByAddr(ctx)
 		for _, c := range contenders {
 			cl, ok := claims["ovn-default/"+c.want]
@@ -931,6 +967,47 @@ func (e *takeoverEnv) checkNoDuplicates(ctx context.Context) {
 			if p.Namespace == toFullNS && !netip.MustParsePrefix("10.81.0.0/24").Contains(netip.MustParseAddr(ip)) {
 				t.Errorf("new pod %s got %s outside its subnet", key, ip)
 			}
+		}
+	}
+}
+
+var subnetGVR = schema.GroupVersionResource{Group: "kubeovn.io", Version: "v1", Resource: "subnets"}
+
+func (e *takeoverEnv) dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(e.kube.Config) }
+
+// readSubnets reads every Subnet as the API server stores it.
+func (e *takeoverEnv) readSubnets(ctx context.Context) map[string]map[string]any {
+	e.t.Helper()
+	l, err := e.dyn().Resource(subnetGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, u := range l.Items {
+		out[u.GetName()] = u.Object
+	}
+	return out
+}
+
+// checkSubnetsKept: shardnet's writes to Subnets (its finalizer, the Ready
+// condition, the counters) left every other field as kube-ovn wrote it.
+func (e *takeoverEnv) checkSubnetsKept(ctx context.Context, before map[string]map[string]any) {
+	now := e.readSubnets(ctx)
+	for name, was := range before {
+		cur := now[name]
+		if !reflect.DeepEqual(cur["spec"], was["spec"]) {
+			e.t.Errorf("subnet %s spec changed:\n was %v\n now %v", name, was["spec"], cur["spec"])
+		}
+		ws, _ := was["status"].(map[string]any)
+		cs, _ := cur["status"].(map[string]any)
+		for _, k := range []string{"activateGateway", "dhcpV4OptionsUUID"} {
+			if cs[k] != ws[k] {
+				e.t.Errorf("subnet %s status.%s: was %v, now %v", name, k, ws[k], cs[k])
+			}
+		}
+		meta, _ := cur["metadata"].(map[string]any)
+		if fins, _ := meta["finalizers"].([]any); !slices.Contains(fins, any("shardnet.io/subnet")) {
+			e.t.Errorf("subnet %s: finalizers %v, want shardnet's", name, fins)
 		}
 	}
 }

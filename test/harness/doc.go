@@ -3,7 +3,9 @@
 //
 //   - etcd and kube-apiserver (RBAC on, a self-signed serving certificate,
 //     service-account keys, an admin token and kubeconfig), with shardnet's
-//     CRDs from deploy/crds installed and Established: StartKube;
+//     CRDs (deploy/base/crds and the opt-in deploy/kubeovn-crds, or those a
+//     test names: kube-ovn's own, test/crds/kubeovn) installed and
+//     Established: StartKube, StartKubeWithCRDs;
 //   - kwok, managing fake nodes that carry the kwok annotation, with a pod
 //     CIDR (198.18.0.0/15, a benchmarking range) that cannot overlap the
 //     subnets tests use: (*Kube).StartKwok and (*Kube).CreateNode;

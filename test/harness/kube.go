@@ -51,9 +51,18 @@ type Kube struct {
 }
 
 // StartKube starts etcd and kube-apiserver, waits until the API server is
-// ready, and installs shardnet's CRDs (deploy/crds), waiting until they are
-// Established. Both servers are stopped at cleanup.
+// ready, and installs the CRDs of DefaultCRDDirs (shardnet's AddressClaim
+// and the opt-in kubeovn.io CRDs), waiting until they are Established. Both
+// servers are stopped at cleanup.
 func StartKube(t TB) *Kube {
+	t.Helper()
+	return StartKubeWithCRDs(t, DefaultCRDDirs(t)...)
+}
+
+// StartKubeWithCRDs is StartKube with the CRDs of dirs instead of the
+// default ones (see InstallCRDs); together they must define the kubeovn.io
+// Subnet and the shardnet.io AddressClaim.
+func StartKubeWithCRDs(t TB, dirs ...string) *Kube {
 	t.Helper()
 	etcdBin := testBinary(t, "etcd")
 	apiserverBin := testBinary(t, "kube-apiserver")
@@ -61,8 +70,28 @@ func StartKube(t TB) *Kube {
 
 	etcdURL := k.startEtcd(t, etcdBin)
 	k.startAPIServer(t, apiserverBin, etcdURL)
-	k.InstallCRDs(t, filepath.Join(repoRoot(t), "deploy", "crds"))
+	k.InstallCRDs(t, dirs...)
 	return k
+}
+
+// DefaultCRDDirs are the directories of the CRDs a cluster without kube-ovn
+// needs for shardnet: deploy/base/crds (shardnet's AddressClaim, part of the
+// kustomize base) and deploy/kubeovn-crds (the opt-in kubeovn.io CRDs).
+func DefaultCRDDirs(t TB) []string {
+	t.Helper()
+	root := repoRoot(t)
+	return []string{
+		filepath.Join(root, "deploy", "base", "crds"),
+		filepath.Join(root, "deploy", "kubeovn-crds"),
+	}
+}
+
+// KubeOVNCRDDir is the directory of the pinned copies of kube-ovn's
+// published kubeovn.io CRDs (test/crds/kubeovn), as a cluster that runs
+// kube-ovn has them.
+func KubeOVNCRDDir(t TB) string {
+	t.Helper()
+	return filepath.Join(repoRoot(t), "test", "crds", "kubeovn")
 }
 
 func (k *Kube) startEtcd(t TB, bin string) string {
@@ -167,14 +196,13 @@ func (k *Kube) Stop() {
 	k.etcd.Stop()
 }
 
-// InstallCRDs creates every CustomResourceDefinition in dir (YAML files) and
-// waits until each is Established.
-func (k *Kube) InstallCRDs(t TB, dir string) {
+// InstallCRDs creates every CustomResourceDefinition in the YAML files of
+// dirs (one per file; a kustomization.yaml is skipped), waits until each is
+// Established, then until the kubeovn.io Subnets and shardnet.io
+// AddressClaims can be listed.
+func (k *Kube) InstallCRDs(t TB, dirs ...string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("harness: no CRD manifests in %s (run `make generate`): %v", dir, err)
-	}
+	files := CRDFiles(t, dirs...)
 	k.createCRDs(t, files)
 	// Discovery of the new groups lags Established by a moment: wait until
 	// the typed client can list each group.
@@ -185,6 +213,41 @@ func (k *Kube) InstallCRDs(t TB, dir string) {
 		_, err := k.Shardnet.ShardnetV1alpha1().AddressClaims().List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	})
+}
+
+// CRDFiles returns the CRD manifests of dirs: every *.yaml file but a
+// kustomization.yaml. It fails the test when a directory has none.
+func CRDFiles(t TB, dirs ...string) []string {
+	t.Helper()
+	var files []string
+	for _, dir := range dirs {
+		matches, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		n := 0
+		for _, f := range matches {
+			if filepath.Base(f) != "kustomization.yaml" {
+				files = append(files, f)
+				n++
+			}
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("harness: no CRD manifests in %s (run `make generate`): %v", dir, err)
+		}
+	}
+	return files
+}
+
+// ReadCRD parses the CustomResourceDefinition of file (one per file).
+func ReadCRD(t TB, file string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(b, crd); err != nil {
+		t.Fatalf("harness: parsing %s: %v", file, err)
+	}
+	return crd
 }
 
 // NADResource is multus's NetworkAttachmentDefinition resource.
@@ -220,14 +283,7 @@ func (k *Kube) createCRDs(t TB, files []string) {
 	defer cancel()
 	var names []string
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatalf("harness: %v", err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			t.Fatalf("harness: parsing %s: %v", f, err)
-		}
+		crd := ReadCRD(t, f)
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("harness: creating CRD %s: %v", crd.Name, err)
 		}

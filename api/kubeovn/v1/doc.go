@@ -4,9 +4,12 @@
 // unchanged.
 //
 // It does not model every kube-ovn field. The CRDs generated from these types
-// (deploy/crds) are structural, so the API server prunes fields they do not
-// list; a cluster that also runs other kube-ovn components should install
-// kube-ovn's own CRDs, which are a superset of these.
+// (deploy/kubeovn-crds, opt-in, for clusters without kube-ovn) still keep
+// every field kube-ovn writes: each Spec and Status, each nested type that
+// lists fewer fields than kube-ovn's (StaticRoute) and the shared Condition
+// are marked +kubebuilder:pruning:PreserveUnknownFields, so the API server
+// does not prune what these types leave out. On a cluster that runs kube-ovn,
+// kube-ovn's own CRDs stay installed; shardnet's are never applied there.
 //
 // +kubebuilder:object:generate=true
 // +groupName=kubeovn.io

@@ -44,6 +44,8 @@ type Subnet struct {
 }
 
 // SubnetSpec is what a user asks of a Subnet.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type SubnetSpec struct {
 	// Default marks the subnet pods fall back to when nothing else selects one.
 	Default bool `json:"default,omitempty"`
@@ -92,6 +94,8 @@ type SubnetSpec struct {
 
 // SubnetStatus reports a Subnet's address usage. Counters are float64 as in
 // kube-ovn, since an IPv6 range can exceed any integer type clients use.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type SubnetStatus struct {
 	V4AvailableIPs     float64     `json:"v4availableIPs"`
 	V4AvailableIPRange string      `json:"v4availableIPrange,omitempty"`
@@ -105,6 +109,8 @@ type SubnetStatus struct {
 }
 
 // Condition is one observation about an object, as kube-ovn writes them.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type Condition struct {
 	Type   string                 `json:"type"`
 	Status corev1.ConditionStatus `json:"status"`
@@ -145,6 +151,8 @@ type IPPool struct {
 }
 
 // IPPoolSpec names the subnet and the addresses of a pool.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type IPPoolSpec struct {
 	// Subnet the pool's addresses belong to.
 	// +kubebuilder:validation:MinLength=1
@@ -157,6 +165,8 @@ type IPPoolSpec struct {
 }
 
 // IPPoolStatus reports a pool's usage.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type IPPoolStatus struct {
 	V4AvailableIPs float64     `json:"v4AvailableIPs"`
 	V4UsingIPs     float64     `json:"v4UsingIPs"`
@@ -196,6 +206,8 @@ type IP struct {
 }
 
 // IPSpec is the content of an IP record.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type IPSpec struct {
 	PodName       string   `json:"podName"`
 	Namespace     string   `json:"namespace"`
@@ -240,6 +252,8 @@ type Vip struct {
 }
 
 // VipSpec asks for an address in a subnet.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type VipSpec struct {
 	Namespace  string `json:"namespace,omitempty"`
 	Subnet     string `json:"subnet"`
@@ -250,6 +264,8 @@ type VipSpec struct {
 }
 
 // VipStatus is the address and MAC reserved for a Vip.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type VipStatus struct {
 	Ready bool   `json:"ready,omitempty"`
 	V4ip  string `json:"v4ip,omitempty"`
@@ -284,6 +300,8 @@ type Vlan struct {
 }
 
 // VlanSpec is a VLAN id on a provider network.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type VlanSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4095
@@ -292,6 +310,8 @@ type VlanSpec struct {
 }
 
 // VlanStatus lists the subnets on a Vlan.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type VlanStatus struct {
 	Subnets []string `json:"subnets,omitempty"`
 }
@@ -323,12 +343,16 @@ type Vpc struct {
 }
 
 // VpcSpec lists the namespaces and routes of a Vpc.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type VpcSpec struct {
 	Namespaces   []string      `json:"namespaces,omitempty"`
 	StaticRoutes []StaticRoute `json:"staticRoutes,omitempty"`
 }
 
 // StaticRoute is one route on a Vpc's router.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type StaticRoute struct {
 	// +kubebuilder:validation:Enum=policyDst;policySrc;""
 	Policy    string `json:"policy,omitempty"`
@@ -337,6 +361,8 @@ type StaticRoute struct {
 }
 
 // VpcStatus reports a Vpc's router and subnets.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
 type VpcStatus struct {
 	Standby              bool     `json:"standby,omitempty"`
 	Default              bool     `json:"default,omitempty"`
