@@ -16,9 +16,28 @@ FUZZTIME      ?= 5s
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# What `shardnet version` and shardnet_build_info report; a binary built
+# without these -X flags says dev/unknown.
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG   := $(MODULE)/cmd/shardnet/app
+LDFLAGS        = -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
+
 .PHONY: build
-build: ## Build the shardnet binary into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/shardnet ./cmd/shardnet
+build: ## Build the shardnet binary into bin/, stamped with the git version and commit.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/shardnet ./cmd/shardnet
+
+IMAGE            ?= shardnet:$(VERSION)
+CONTAINER_ENGINE ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+.PHONY: image
+image: ## Build the container image (IMAGE, default shardnet:<git version>) with docker or podman.
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
+		echo "make image: neither docker nor podman is installed; install one, or set CONTAINER_ENGINE to a compatible command" >&2; \
+		exit 1; \
+	fi
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) -t $(IMAGE) .
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, CRDs, typed clients and NB models.
@@ -59,6 +78,9 @@ bench-ci: ## The small benchmark CI runs (1,000 pods, no micro-benchmarks), then
 	$(MAKE) bench BENCH_PODS=1000 BENCH_OUT=$(BENCH_OUT) BENCH_FLAGS=-micro=false
 	$(MAKE) bench-check BENCH_OUT=$(BENCH_OUT)
 
+DEMO_FLAGS    ?=
+
 .PHONY: demo
-demo: testbin build ## Run shardnet against a local apiserver, kwok and Northbound.
-	$(BIN)/shardnet demo
+demo: testbin ## Run the demo binary (cmd/shardnet-demo): local apiserver, kwok, Northbound, 3 replicas; DEMO_FLAGS passes its flags.
+	$(GO) build -o $(BIN)/shardnet-demo ./cmd/shardnet-demo
+	$(BIN)/shardnet-demo $(DEMO_FLAGS)

@@ -5,9 +5,6 @@ import (
 	"io"
 )
 
-// Version is set at build time with -ldflags "-X ...app.Version=...".
-var Version = "dev"
-
 // Main runs the subcommand named by args[0] and returns the process exit
 // code: 0 on success, 1 when the command failed, 2 for a usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -17,12 +14,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "--version":
-		fmt.Fprintln(stdout, "shardnet", Version)
+		printVersion(stdout)
 		return 0
 	case "controller":
 		return runController(args[1:], stdout, stderr)
-	case "demo":
-		return runDemo(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -38,7 +33,8 @@ func usage(w io.Writer) {
 
 commands:
   controller  run one controller replica (see shardnet controller -h)
-  demo        run the local end-to-end demo
-  version     print the version
+  version     print the version, commit, build date and Go version
+
+The local end-to-end demo is a separate binary: make demo (cmd/shardnet-demo).
 `)
 }

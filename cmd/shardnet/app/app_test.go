@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"flag"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ func TestMainExitCodes(t *testing.T) {
 		{[]string{"version"}, 0, "shardnet " + Version},
 		{[]string{"help"}, 0, "controller"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		// The demo is a binary of its own (cmd/shardnet-demo).
+		{[]string{"demo"}, 2, `unknown command "demo"`},
 		{[]string{"controller", "-no-such-flag"}, 2, "no-such-flag"},
 		// Every problem is reported at once, before anything connects.
 		{[]string{"controller", "-identity", "r0", "-shards", "0", "-nb-endpoints", "http://x"}, 2, "--shards 0"},
@@ -26,6 +29,23 @@ func TestMainExitCodes(t *testing.T) {
 		code := Main(tc.args, &stdout, &stderr)
 		if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.out) {
 			t.Errorf("Main(%q) = %d, output %q; want %d and %q", tc.args, code, stdout.String()+stderr.String(), tc.code, tc.out)
+		}
+	}
+}
+
+// TestVersionUnstamped: a binary built without the Makefile's -X flags
+// says so.
+func TestVersionUnstamped(t *testing.T) {
+	if Version != "dev" || Commit != "unknown" || BuildDate != "unknown" {
+		t.Skipf("the test binary is stamped: %s %s %s", Version, Commit, BuildDate)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("version = %d, %s", code, stderr.String())
+	}
+	for _, want := range []string{"shardnet dev\n", "commit:     unknown\n", "build date: unknown\n", "go:         " + runtime.Version(), "not stamped"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("version printed\n%s\nwithout %q", stdout.String(), want)
 		}
 	}
 }

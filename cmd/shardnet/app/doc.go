@@ -2,6 +2,8 @@
 // runs one subcommand.
 //
 //	shardnet controller [flags]   run one controller replica
-//	shardnet demo [flags]         run the local end-to-end demo
-//	shardnet version              print the version
+//	shardnet version              print the version, commit and Go version
+//
+// The local end-to-end demo is its own binary, cmd/shardnet-demo, so that
+// the production binary carries none of the test harness.
 package app

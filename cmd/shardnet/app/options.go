@@ -33,6 +33,14 @@ type Options struct {
 
 	MetricsAddr string
 	HealthAddr  string
+	// MetricsSecure serves /metrics over HTTPS to clients the API server
+	// authenticates and authorises (securemetrics.go); MetricsCertDir
+	// holds its tls.crt and tls.key (empty: self-signed).
+	MetricsSecure  bool
+	MetricsCertDir string
+	// EnablePprof serves /debug/pprof/ on PprofAddr, a loopback address.
+	EnablePprof bool
+	PprofAddr   string
 
 	DefaultSubnet string
 	ClusterRouter string
@@ -74,6 +82,10 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "leader election retry period")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9402", "address of /metrics; empty disables")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9403", "address of /healthz and /readyz; empty disables")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS, only to clients the API server authenticates (TokenReview) and allows to get /metrics (SubjectAccessReview); turn it on in production (RBAC: deploy/optional/metrics-auth-rbac.yaml)")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure, read again when they change; empty means a self-signed certificate made in memory at start")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "serve /debug/pprof/ on --pprof-addr")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", "127.0.0.1:6060", "loopback address of /debug/pprof/ with --enable-pprof (reach it with kubectl port-forward)")
 	fs.StringVar(&o.DefaultSubnet, "default-subnet", "", "subnet of pods nothing else selects one for; empty means the Subnet with spec.default")
 	fs.StringVar(&o.ClusterRouter, "cluster-router", "ovn-cluster", "logical router of the default VPC")
 	fs.StringVar(&o.PodNICType, "pod-nic-type", "veth-pair", "pod_nic_type written for pods that have none")
@@ -97,6 +109,7 @@ func (o *Options) validate() error {
 		errs = append(errs, errors.New("--namespace is required"))
 	}
 	errs = append(errs, o.validateNB()...)
+	errs = append(errs, o.validateServing()...)
 	if o.Shards < 1 || o.Shards > 4096 {
 		errs = append(errs, fmt.Errorf("--shards %d: want 1..4096", o.Shards))
 	}

@@ -1,4 +1,11 @@
-package app
+// Command shardnet-demo runs the local end-to-end demo: a local API
+// server, etcd and kwok, a Northbound (ovsdb-server when installed, else an
+// in-process one), shardnet replicas, and a few hundred pods, with a
+// progress line and a summary. It is built apart from the shardnet binary
+// because it links the test harness that starts those servers.
+//
+//	shardnet-demo [-pods N] [-replicas R] [-nodes K] [-keep] [-embedded-nb] [-log FILE] [-v LEVEL]
+package main
 
 import (
 	"context"
@@ -23,16 +30,20 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/cmd/shardnet/app"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
 )
 
-// runDemo is `shardnet demo`: a local API server, etcd and kwok, a
-// Northbound (ovsdb-server when installed, else an in-process one), three
-// replicas, and a few hundred pods, with a progress line and a summary.
-func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the demo with args and returns the process exit code: 0 on
+// success, 1 when the demo failed, 2 for a usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shardnet-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pods := fs.Int("pods", 300, "pods to create")
 	replicas := fs.Int("replicas", 3, "controller replicas")
@@ -45,7 +56,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *pods < 1 || *pods > 20000 || *replicas < 1 || *replicas > 9 || *nodes < 1 || *nodes > 100 {
-		fmt.Fprintln(stderr, "shardnet demo: want 1..20000 pods, 1..9 replicas, 1..100 nodes")
+		fmt.Fprintln(stderr, "shardnet-demo: want 1..20000 pods, 1..9 replicas, 1..100 nodes")
 		return 2
 	}
 	// The servers' and replicas' own logs would drown the progress line.
@@ -58,7 +69,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "shardnet demo: %v\n", err)
+			fmt.Fprintf(stderr, "shardnet-demo: %v\n", err)
 			return 1
 		}
 		defer f.Close()
@@ -69,13 +80,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	env, err := harness.NewProgram()
 	if err != nil {
-		fmt.Fprintf(stderr, "shardnet demo: %v\n", err)
+		fmt.Fprintf(stderr, "shardnet-demo: %v\n", err)
 		return 1
 	}
 	defer env.Close()
 	err = env.Run(func() error { return demo(ctx, env, stdout, *pods, *replicas, *nodes, *keep, *embedded) })
 	if err != nil {
-		fmt.Fprintf(stderr, "shardnet demo: %v\n", err)
+		fmt.Fprintf(stderr, "shardnet-demo: %v\n", err)
 		return 1
 	}
 	return 0
@@ -113,10 +124,10 @@ func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replic
 	var wg sync.WaitGroup
 	rctx, stopReplicas := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopReplicas(); wg.Wait() }()
-	var rs []*Replica
+	var rs []*app.Replica
 	for i := range replicas {
 		opts := demoOptions(fmt.Sprintf("shardnet-%d", i), nb.Endpoint)
-		r, err := NewReplica(rctx, opts, kube.Config, prometheus.NewRegistry())
+		r, err := app.NewReplica(rctx, opts, kube.Config, prometheus.NewRegistry())
 		if err != nil {
 			return err
 		}
@@ -266,8 +277,8 @@ func demo(ctx context.Context, env *harness.Program, out io.Writer, pods, replic
 
 const demoShards = 16
 
-func demoOptions(identity, nb string) Options {
-	return Options{
+func demoOptions(identity, nb string) app.Options {
+	return app.Options{
 		Identity: identity, Namespace: "shardnet-system", NBEndpoints: nb, NBLeaderOnly: true,
 		Shards: demoShards, WorkersPerShard: 4,
 		LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second,
