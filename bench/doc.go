@@ -2,7 +2,7 @@
 // machine it runs on, all in one run so that the figures are ratios of
 // numbers measured side by side (these machines are shared and noisy).
 //
-// One run (Run) brings up, for each scenario, a fresh kube-apiserver with
+// By default one run (Run) brings up, for each scenario, a fresh kube-apiserver with
 // etcd, kwok and ovsdb-server from test/harness, creates N kwok pods at full
 // speed and times them from create to annotated:
 //
@@ -37,6 +37,37 @@
 // subset (for the 50,000-pod run, say).
 //
 // It then runs the IPAM and Northbound micro-benchmarks, and writes a JSON
-// result, a Markdown report and SVG plots. Check compares a result's ratios
-// (never absolute times) with committed thresholds.
+// result, a Markdown report and SVG plots: pods done over time, and the
+// create-to-done distribution on a log time axis with round ticks (1, 2
+// and 5 times a power of ten: 20ms, 50ms, ... 1s, 2s), so that a p50 of
+// tens of milliseconds and a tail of seconds both read. Check compares a
+// result's ratios (never absolute times) with committed thresholds.
+//
+// During every scenario a progress line goes to ProgressLines every
+// ProgressInterval and once at its end: the time elapsed, the pods
+// created, allocated and routed, and the rate now and on average.
+//
+// With Kubeconfig, a run load-tests an existing cluster, with kwok and
+// shardnet installed there, and starts no server or replica of its own:
+//
+//   - raw: plain pod creates, host-network pods (which shardnet leaves
+//     alone) timed from create to seen by the bench's watch: the
+//     cluster's ceiling;
+//   - shardnet-installed: pods timed from create to routed (the
+//     ovn.kubernetes.io/allocated and routed annotations) by the shardnet
+//     installed there, on the cluster's default subnet or on Subnet.
+//
+// The other scenarios start replicas of their own or install
+// cluster-scoped objects, and are skipped with the reason printed. The run
+// creates its pods only in namespaces it creates,
+// shardnet-bench-<run id>-<scenario>, with a service account of its own,
+// on 5 kwok nodes of its own, shardnet-bench-<run id>-node-<i> (tainted
+// so that the cluster's workloads stay off them), all labelled
+// LabelRun=<run id>; the raw scenario's namespace allows Pod Security's
+// privileged level, which host-network pods need. It checks that kwok runs: the nodes carry
+// kwok's annotation (kwok.x-k8s.io/node=fake) and must turn Ready within
+// KwokTimeout, else the run fails saying whether kwok's CRDs are installed
+// and what kwok must manage. At the end, on error and on interrupt, it
+// deletes everything it created (pods at once, then service accounts,
+// namespaces and nodes) and waits until it is gone, unless Keep.
 package bench

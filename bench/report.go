@@ -3,9 +3,11 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -34,6 +36,10 @@ func write(dir string, r *Result) error {
 func Markdown(r *Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# shardnet bench, %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	if r.Cluster != nil {
+		clusterMarkdown(&b, r)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%d kwok pods per scenario, IP records %v; every figure below was measured in this one run.\n\n", r.Pods, r.IPRecords)
 	b.WriteString("| scenario | replicas | shards | batching | pods/s | p50 ms | p95 ms | p99 ms | API writes/pod | NB txns/pod | peak RSS MiB | CPU s |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -100,7 +106,7 @@ func Markdown(r *Result) string {
 		}
 	}
 	if ran("shardnet-3", "raw") && r.Ratios.ShardnetVsRaw < 0.85 {
-		fmt.Fprintf(&b, "\nThe 0.85 goal is missed by %.0f%%: see the CPU column and a pprof of a replica (`go tool pprof http://<metrics-addr>/debug/pprof/profile`) for where the time goes.\n",
+		fmt.Fprintf(&b, "\nThe 0.85 goal is missed by %.0f%%: see the CPU column and a pprof of a replica (run it with `--enable-pprof`, then `go tool pprof http://127.0.0.1:6060/debug/pprof/profile`) for where the time goes.\n",
 			(0.85-r.Ratios.ShardnetVsRaw)/0.85*100)
 	}
 	if len(r.Micro) > 0 {
@@ -110,8 +116,40 @@ func Markdown(r *Result) string {
 		}
 	}
 	b.WriteString("\nProfiles (when taken): `pprof/`, heap of each replica once the pods were routed and after the first restart, CPU of the replicas and the API server over the first 30 s of that restart (`go tool pprof -top FILE`). Replica logs: `logs/`.\n")
-	b.WriteString("\nPlots: `throughput.svg` (pods annotated over time), `latency.svg` (create-to-annotated distribution).\n")
+	b.WriteString("\nPlots: `throughput.svg` (pods annotated over time), `latency.svg` (create-to-annotated distribution, log time axis).\n")
 	return b.String()
+}
+
+// clusterMarkdown is the report of a run against an existing cluster.
+func clusterMarkdown(b *strings.Builder, r *Result) {
+	c := r.Cluster
+	subnet := "the subnet the installed shardnet picks (none is marked default)"
+	switch {
+	case c.SubnetGiven:
+		subnet = "subnet " + c.Subnet
+	case c.Subnet != "":
+		subnet = "the cluster's default subnet, " + c.Subnet
+	}
+	fmt.Fprintf(b, "%d kwok pods per scenario against the cluster at %s (run %s, objects labelled `%s=%s`); every figure below was measured in this one run. ",
+		r.Pods, c.Server, c.RunID, LabelRun, c.RunID)
+	fmt.Fprintf(b, "raw: plain pods (host network, which shardnet leaves alone), timed from create to seen by the bench's watch; %s: pods on %s, timed from create to routed by the shardnet installed there.\n\n",
+		InstalledScenario, subnet)
+	b.WriteString("| scenario | pods/s | p50 ms | p95 ms | p99 ms | seconds |\n|---|---|---|---|---|---|\n")
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %.0f | %.1f |\n", s.Name, s.PodsPerSecond, s.P50, s.P95, s.P99, s.Seconds)
+	}
+	if _, ok := r.Scenario("raw"); ok {
+		if _, ok := r.Scenario(InstalledScenario); ok {
+			fmt.Fprintf(b, "\n## Ratios\n\n- installed shardnet / plain pod creates: **%.2f**\n", r.Ratios.InstalledVsRaw)
+		}
+	}
+	if len(r.Micro) > 0 {
+		b.WriteString("\n## Micro-benchmarks (this machine)\n\n| benchmark | value | unit |\n|---|---|---|\n")
+		for _, m := range r.Micro {
+			fmt.Fprintf(b, "| %s | %.3g | %s |\n", m.Name, m.Value, m.Unit)
+		}
+	}
+	b.WriteString("\nPlots: `throughput.svg` (pods done over time), `latency.svg` (create-to-done distribution, log time axis).\n")
 }
 
 func restartPeaks(rs []Restart) string {
@@ -141,19 +179,24 @@ var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#
 // throughputSVG plots annotated pods over time, one line per scenario.
 func throughputSVG(r *Result) string {
 	var series []svgSeries
+	maxX := 1.0
 	for _, s := range r.Scenarios {
 		var pts [][2]float64
 		for i, n := range s.Timeline {
 			pts = append(pts, [2]float64{float64(i) * 0.25, float64(n)})
+			maxX = max(maxX, float64(i)*0.25)
 		}
 		series = append(series, svgSeries{s.Name, pts})
 	}
-	return plot("Pods annotated over time", "seconds since first create", "pods", series)
+	return plot("Pods annotated over time", "seconds since first create", "pods", series, linearAxis(maxX))
 }
 
-// latencySVG plots the create-to-annotated CDF of each scenario.
+// latencySVG plots the create-to-annotated CDF of each scenario, on a log
+// time axis so that a p50 of tens of milliseconds and a tail of seconds
+// both read.
 func latencySVG(r *Result) string {
 	var series []svgSeries
+	lo, hi := math.Inf(1), 0.0
 	for _, s := range r.Scenarios {
 		var pts [][2]float64
 		n := len(s.Latencies)
@@ -163,10 +206,14 @@ func latencySVG(r *Result) string {
 		}
 		if n > 0 {
 			pts = append(pts, [2]float64{s.Latencies[n-1], 100})
+			lo, hi = min(lo, s.Latencies[0]), max(hi, s.Latencies[n-1])
 		}
 		series = append(series, svgSeries{s.Name, pts})
 	}
-	return plot("Create to annotated (CDF)", "milliseconds", "% of pods", series)
+	if hi == 0 {
+		lo, hi = 1, 1000
+	}
+	return plot("Create to annotated (CDF)", "create to annotated (log scale)", "% of pods", series, logAxis(lo, hi))
 }
 
 type svgSeries struct {
@@ -174,24 +221,162 @@ type svgSeries struct {
 	pts  [][2]float64
 }
 
-func plot(title, xlabel, ylabel string, series []svgSeries) string {
-	const w, h, left, right, top, bottom = 720.0, 420.0, 70.0, 150.0, 40.0, 50.0
-	maxX, maxY := 1.0, 1.0
-	for _, s := range series {
-		for _, p := range s.pts {
-			maxX, maxY = max(maxX, p[0]), max(maxY, p[1])
+// axis maps the values of a plot's x axis to [0, 1] and has its ticks.
+type axis struct {
+	lo, hi float64
+	log    bool
+	ticks  []float64
+	// labelled reports whether tick i gets a label (every one when nil).
+	labelled func(i int) bool
+	label    func(v float64) string
+}
+
+// frac is where v lies on the axis, 0 at lo and 1 at hi.
+func (a axis) frac(v float64) float64 {
+	if a.log {
+		v = max(v, a.lo)
+		return (math.Log10(v) - math.Log10(a.lo)) / (math.Log10(a.hi) - math.Log10(a.lo))
+	}
+	return (v - a.lo) / (a.hi - a.lo)
+}
+
+// linearAxis runs from 0 to hi with a tick at every quarter.
+func linearAxis(hi float64) axis {
+	a := axis{hi: max(hi, 1e-9), label: func(v float64) string { return fmt.Sprintf("%.4g", v) }}
+	for i := range 5 {
+		a.ticks = append(a.ticks, a.hi*float64(i)/4)
+	}
+	return a
+}
+
+// maxLabelledDecades is the widest log axis whose round values are all
+// labelled: on the plots' 500 px, 1 and 2 stay 37 px apart.
+const maxLabelledDecades = 4
+
+// logAxis is a log axis of milliseconds from the round value (see
+// logTicks) at or below lo to the one at or above hi, with a tick at every
+// round value. On an axis wider than maxLabelledDecades only the powers
+// of ten are labelled, the others are grid lines.
+func logAxis(lo, hi float64) axis {
+	lo = max(lo, 1e-3) // 1 µs: the latencies' resolution
+	hi = max(hi, lo)
+	a := axis{lo: roundBelow(lo), hi: roundAbove(hi), log: true, label: msLabel}
+	if a.hi <= a.lo {
+		a.hi = roundAbove(a.lo * 1.5)
+	}
+	a.ticks = logTicks(a.lo, a.hi)
+	if math.Log10(a.hi/a.lo) > maxLabelledDecades+1e-9 {
+		a.labelled = func(i int) bool { return mantissa(a.ticks[i]) == 1 }
+	}
+	return a
+}
+
+// roundSteps are the mantissas of the round values of a log axis.
+var roundSteps = []float64{1, 2, 5}
+
+// roundValue is m times 10^e, rounded as the decimal it stands for.
+func roundValue(m float64, e int) float64 {
+	if e < 0 {
+		return m / math.Pow(10, float64(-e))
+	}
+	return m * math.Pow(10, float64(e))
+}
+
+// logTicks are the round values (1, 2 and 5 times a power of ten) from lo
+// to hi, both included: 20, 50, 100, 200, 500, 1000 and 2000 for 20 and
+// 3000.
+func logTicks(lo, hi float64) []float64 {
+	if lo <= 0 || hi < lo {
+		return nil
+	}
+	const tol = 1e-9
+	var out []float64
+	for e := int(math.Floor(math.Log10(lo))) - 1; ; e++ {
+		for _, m := range roundSteps {
+			v := roundValue(m, e)
+			if v > hi*(1+tol) {
+				return out
+			}
+			if v >= lo*(1-tol) {
+				out = append(out, v)
+			}
 		}
 	}
-	px := func(x float64) float64 { return left + x/maxX*(w-left-right) }
+}
+
+// roundBelow is the largest round value at or below v > 0.
+func roundBelow(v float64) float64 {
+	e := int(math.Floor(math.Log10(v)))
+	best := roundValue(1, e-1)
+	for _, ee := range []int{e - 1, e, e + 1} {
+		for _, m := range roundSteps {
+			if r := roundValue(m, ee); r <= v*(1+1e-9) {
+				best = max(best, r)
+			}
+		}
+	}
+	return best
+}
+
+// roundAbove is the smallest round value at or above v > 0.
+func roundAbove(v float64) float64 {
+	e := int(math.Floor(math.Log10(v)))
+	best := roundValue(1, e+2)
+	for _, ee := range []int{e - 1, e, e + 1} {
+		for _, m := range roundSteps {
+			if r := roundValue(m, ee); r >= v*(1-1e-9) {
+				best = min(best, r)
+			}
+		}
+	}
+	return best
+}
+
+// mantissa is v's leading digit's value (1 for 100, 5 for 0.5).
+func mantissa(v float64) float64 {
+	return math.Round(v / math.Pow(10, math.Floor(math.Log10(v))+1e-12))
+}
+
+// msLabel names a duration of ms milliseconds: 500µs, 35ms, 2s.
+func msLabel(ms float64) string {
+	num := func(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }
+	switch {
+	case ms >= 1000:
+		return num(ms/1000) + "s"
+	case ms >= 1:
+		return num(ms) + "ms"
+	}
+	return num(ms*1000) + "µs"
+}
+
+func plot(title, xlabel, ylabel string, series []svgSeries, xa axis) string {
+	const w, h, left, right, top, bottom = 720.0, 420.0, 70.0, 150.0, 40.0, 50.0
+	maxY := 1.0
+	for _, s := range series {
+		for _, p := range s.pts {
+			maxY = max(maxY, p[1])
+		}
+	}
+	px := func(x float64) float64 { return left + xa.frac(x)*(w-left-right) }
 	py := func(y float64) float64 { return h - bottom - y/maxY*(h-top-bottom) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%.0f" y="22" font-size="15">%s</text>`+"\n", left, title)
+	if xa.log {
+		for _, x := range xa.ticks {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#e0e0e0"/>`+"\n", px(x), top, px(x), h-bottom)
+		}
+	}
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/><line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n",
 		left, h-bottom, w-right, h-bottom, left, top, left, h-bottom)
+	for i, x := range xa.ticks {
+		if xa.labelled != nil && !xa.labelled(i) {
+			continue
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", px(x), h-bottom+16, xa.label(x))
+	}
 	for i := 0; i <= 4; i++ {
-		x, y := maxX*float64(i)/4, maxY*float64(i)/4
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%.4g</text>`, px(x), h-bottom+16, x)
+		y := maxY * float64(i) / 4
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.4g</text>`+"\n", left-6, py(y)+4, y)
 	}
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`, (left+w-right)/2, h-12, xlabel)

@@ -16,6 +16,22 @@ type Result struct {
 	Scenarios []Scenario `json:"scenarios"`
 	Ratios    Ratios     `json:"ratios"`
 	Micro     []Micro    `json:"micro,omitempty"`
+	// Cluster is set when the run measured an existing cluster
+	// (Config.Kubeconfig) rather than servers of its own.
+	Cluster *ClusterRun `json:"cluster,omitempty"`
+}
+
+// ClusterRun is what a run against an existing cluster measured.
+type ClusterRun struct {
+	// Server is the API server's address.
+	Server string `json:"server"`
+	// RunID is the value of LabelRun on everything the run created.
+	RunID string `json:"runID"`
+	// Subnet is the subnet of the installed shardnet's pods: the one
+	// given (SubnetGiven), or the cluster's default; empty when none is
+	// marked default.
+	Subnet      string `json:"subnet,omitempty"`
+	SubnetGiven bool   `json:"subnetGiven,omitempty"`
 }
 
 // Scenario is one measured configuration.
@@ -111,6 +127,10 @@ type Ratios struct {
 	// per pod over the raw ceiling of the same writes; 0 when either did
 	// not run. It is reported, not checked against a threshold.
 	AttachVsRawAttach float64 `json:"attachVsRawAttach,omitempty"`
+	// InstalledVsRaw is, in a run against a cluster, the throughput of the
+	// installed shardnet over the plain pod creates'; 0 when either did
+	// not run.
+	InstalledVsRaw float64 `json:"installedVsRaw,omitempty"`
 }
 
 // Micro is one micro-benchmark ratio.
@@ -157,6 +177,8 @@ func (r *Result) computeRatios() {
 	rawAttach, _ := r.Scenario(RawAttachScenario)
 	attach, _ := r.Scenario(AttachScenario)
 	r.Ratios.AttachVsRawAttach = div(attach.PodsPerSecond, rawAttach.PodsPerSecond)
+	installed, _ := r.Scenario(InstalledScenario)
+	r.Ratios.InstalledVsRaw = div(installed.PodsPerSecond, raw.PodsPerSecond)
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		r.Ratios.HalfRateP99Ms = half.P99
 	}
@@ -197,6 +219,9 @@ type Thresholds struct {
 // Check compares r's ratios with t and returns one line per ratio below
 // its bound.
 func Check(r *Result, t Thresholds) []string {
+	if r.Cluster != nil {
+		return []string{"the result is of a run against a cluster (" + r.Cluster.Server + "): the thresholds bound runs on the bench's own servers"}
+	}
 	var out []string
 	for _, c := range []struct {
 		name     string

@@ -180,3 +180,29 @@ func TestObserverWaitsForEveryNetwork(t *testing.T) {
 		t.Fatal("a pod routed on both networks not counted")
 	}
 }
+
+func TestClusterReport(t *testing.T) {
+	r := &Result{Pods: 100, Cluster: &ClusterRun{Server: "https://10.1.2.3:6443", RunID: "abc123", Subnet: "ovn-default"},
+		Scenarios: []Scenario{{Name: "raw", PodsPerSecond: 400, P50: 30}, {Name: InstalledScenario, PodsPerSecond: 300, P50: 35, P99: 2100}}}
+	r.computeRatios()
+	if r.Ratios.InstalledVsRaw != 0.75 {
+		t.Fatalf("ratios %+v", r.Ratios)
+	}
+	md := Markdown(r)
+	for _, want := range []string{
+		"against the cluster at https://10.1.2.3:6443 (run abc123, objects labelled `shardnet.io/bench-run=abc123`)",
+		"on the cluster's default subnet, ovn-default",
+		"| shardnet-installed | 300 | 35 | 0 | 2100 |",
+		"installed shardnet / plain pod creates: **0.75**",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "raw API ceiling") || strings.Contains(md, "kube-ovn's 20 pods/s") {
+		t.Errorf("a cluster report with the local run's ratios:\n%s", md)
+	}
+	if got := Check(r, Thresholds{ShardnetVsRaw: 0.5}); len(got) != 1 || !strings.Contains(got[0], "run against a cluster") {
+		t.Fatalf("Check of a cluster result = %q", got)
+	}
+}

@@ -74,11 +74,42 @@ type Config struct {
 	ReplicaArgs []string
 	// Progress receives one line per step.
 	Progress io.Writer
+	// ProgressLines receives, during every scenario, one line every
+	// ProgressInterval and one at its end: the time elapsed, the pods
+	// created, allocated and routed, and the rate now and on average.
+	// Nil or an interval of 0 writes none.
+	ProgressLines    io.Writer
+	ProgressInterval time.Duration
+
+	// Kubeconfig, when set, runs the scenarios against the cluster it
+	// names instead of servers of the bench's own: the raw ceiling as
+	// plain pod creates and InstalledScenario, the shardnet installed
+	// there; the scenarios that start replicas of their own are skipped.
+	// Everything the run creates is labelled LabelRun=<run id> and is
+	// deleted at its end, on error and on interrupt (within Timeout),
+	// unless Keep.
+	Kubeconfig string
+	// Keep leaves the namespaces, pods and nodes of a run against a
+	// cluster in place.
+	Keep bool
+	// Subnet is the subnet the pods of InstalledScenario ask for (the
+	// logical_switch annotation); empty leaves the choice to the
+	// installed shardnet, which takes the cluster's default subnet.
+	Subnet string
+	// RunID names a run against a cluster; empty draws a random one.
+	RunID string
+	// KwokTimeout bounds the wait for kwok to make the run's nodes Ready
+	// in a cluster (default 1 min).
+	KwokTimeout time.Duration
 }
 
 type spec struct {
-	name     string
-	raw      bool
+	name string
+	raw  bool
+	// plain creates plain pods that shardnet leaves alone (host network)
+	// and counts a pod done once the bench's watch sees it: the raw
+	// ceiling of a run against a cluster.
+	plain    bool
 	replicas int
 	shards   int
 	batching bool
@@ -125,7 +156,9 @@ const (
 )
 
 // ScenarioNames are the scenarios in the order a run takes them.
-var ScenarioNames = []string{"raw", "shardnet-1", "shardnet-3", "baseline", HalfRateScenario, RawAttachScenario, AttachScenario}
+// InstalledScenario runs only against a cluster (Config.Kubeconfig), the
+// scenarios that start replicas of their own only on the bench's servers.
+var ScenarioNames = []string{"raw", InstalledScenario, "shardnet-1", "shardnet-3", "baseline", HalfRateScenario, RawAttachScenario, AttachScenario}
 
 // checkScenarios reports a name that is not a scenario.
 func checkScenarios(names []string) error {
@@ -148,20 +181,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	if _, err := os.Stat(cfg.Shardnet); err != nil {
-		return nil, fmt.Errorf("shardnet binary %q: %w (run `make build`)", cfg.Shardnet, err)
+	if cfg.KwokTimeout <= 0 {
+		cfg.KwokTimeout = time.Minute
 	}
 	if err := checkScenarios(cfg.Scenarios); err != nil {
 		return nil, err
 	}
-	wanted := func(name string) bool { return len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, name) }
+	if cfg.Kubeconfig != "" {
+		res, err := runCluster(ctx, cfg)
+		if res == nil {
+			return nil, err
+		}
+		// A result whose objects could not all be deleted is still
+		// written, and returned with the error.
+		if ferr := finish(ctx, cfg, res); ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		return res, err
+	}
+	if _, err := os.Stat(cfg.Shardnet); err != nil {
+		return nil, fmt.Errorf("shardnet binary %q: %w (run `make build`)", cfg.Shardnet, err)
+	}
+	if cfg.wanted(InstalledScenario) && len(cfg.Scenarios) > 0 {
+		fmt.Fprintf(cfg.Progress, "bench: %s: skipped: it measures the shardnet installed in a cluster (--kubeconfig)\n", InstalledScenario)
+	}
+	wanted := cfg.wanted
 	res := &Result{Started: time.Now(), Pods: cfg.Pods, IPRecords: cfg.IPRecords}
 	measure := func(sp spec) error {
-		if sp.rate > 0 {
-			fmt.Fprintf(cfg.Progress, "bench: %s: %d pods at %.0f pods/s ...\n", sp.name, cfg.Pods, sp.rate)
-		} else {
-			fmt.Fprintf(cfg.Progress, "bench: %s: %d pods ...\n", sp.name, cfg.Pods)
-		}
+		announce(cfg, sp)
 		sc, err := runScenario(ctx, cfg, sp)
 		if err != nil {
 			return fmt.Errorf("scenario %s: %w", sp.name, err)
@@ -217,19 +264,39 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
+	if err := finish(ctx, cfg, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// finish computes the ratios of res, runs the micro-benchmarks when
+// asked for and writes the result files.
+func finish(ctx context.Context, cfg Config, res *Result) error {
 	res.computeRatios()
 	if cfg.Micro {
 		fmt.Fprintln(cfg.Progress, "bench: micro-benchmarks (ipam, ovn) ...")
 		m, err := runMicro(ctx, cfg.MicroDir)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Micro = m
 	}
-	if err := write(cfg.Out, res); err != nil {
-		return nil, err
+	return write(cfg.Out, res)
+}
+
+// wanted reports whether the scenario name is to run.
+func (cfg Config) wanted(name string) bool {
+	return len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, name)
+}
+
+// announce prints the start of a scenario.
+func announce(cfg Config, sp spec) {
+	if sp.rate > 0 {
+		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods at %.0f pods/s ...\n", sp.name, cfg.Pods, sp.rate)
+	} else {
+		fmt.Fprintf(cfg.Progress, "bench: %s: %d pods ...\n", sp.name, cfg.Pods)
 	}
-	return res, nil
 }
 
 func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
@@ -249,6 +316,36 @@ func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
 
 const benchNS = "bench"
 
+// kwokNodes is how many kwok nodes a scenario spreads its pods over.
+const kwokNodes = 5
+
+// drive creates the scenario's pods from tmpl, waits until every one is
+// done (obs) and fills sc's throughput, latencies and timeline. It
+// writes the progress lines meanwhile.
+func drive(ctx context.Context, cfg Config, sp spec, client kubernetes.Interface, tmpl podTemplate, obs *observer, sc *Scenario) error {
+	start := time.Now()
+	obs.start(start)
+	stopTimeline := obs.sampleTimeline(250 * time.Millisecond)
+	defer stopTimeline()
+	stopProgress := startProgress(cfg.ProgressLines, cfg.ProgressInterval, obs.progress(sp.name, start))
+	defer stopProgress()
+	if err := createPods(ctx, client, tmpl, cfg.Pods, sp.rate, obs); err != nil {
+		return err
+	}
+	if err := obs.wait(ctx); err != nil {
+		return err
+	}
+	stopTimeline()
+	stopProgress()
+	end := obs.last()
+	sc.Seconds = end.Sub(start).Seconds()
+	sc.PodsPerSecond = float64(cfg.Pods) / sc.Seconds
+	sc.Latencies = obs.latencies()
+	sc.P50, sc.P95, sc.P99 = pctl(sc.Latencies, 50), pctl(sc.Latencies, 95), pctl(sc.Latencies, 99)
+	sc.Timeline = obs.timelineCopy()
+	return nil
+}
+
 func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Scenario, error) {
 	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching, CreateRate: sp.rate,
 		Attachments: sp.networks() - 1}
@@ -262,9 +359,9 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	} else {
 		nb = harness.StartEmbeddedNB(p)
 	}
-	const nodes = 5
-	for i := range nodes {
-		kube.CreateNode(p, fmt.Sprintf("kwok-node-%d", i), "")
+	var nodes []string
+	for i := range kwokNodes {
+		nodes = append(nodes, kube.CreateNode(p, fmt.Sprintf("kwok-node-%d", i), "").Name)
 	}
 	for _, ns := range []string{benchNS, "shardnet-system"} {
 		if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -288,7 +385,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	}
 
 	// The observer times every pod from its create to its annotation.
-	obs := newObserver(cfg.Pods, doneKeys(sp))
+	obs := newScenarioObserver(cfg.Pods, sp)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube.Client, 0, informers.WithNamespace(benchNS))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: obs.see, UpdateFunc: func(_, o any) { obs.see(o) },
@@ -320,25 +417,11 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 		}
 	}
 	before := scrapeAll(procs)
-
-	start := time.Now()
-	obs.start(start)
-	stopTimeline := obs.sampleTimeline(250 * time.Millisecond)
-	if err := createPods(ctx, kube, cfg.Pods, nodes, sp.rate, podAnnotations, obs); err != nil {
+	tmpl := podTemplate{namespace: benchNS, nodes: nodes, annotations: podAnnotations}
+	if err := drive(ctx, cfg, sp, kube.Client, tmpl, obs, &sc); err != nil {
 		return sc, err
 	}
-	if err := obs.wait(ctx); err != nil {
-		return sc, err
-	}
-	stopTimeline()
-	end := obs.last()
-
 	after := scrapeAll(procs)
-	sc.Seconds = end.Sub(start).Seconds()
-	sc.PodsPerSecond = float64(cfg.Pods) / sc.Seconds
-	sc.Latencies = obs.latencies()
-	sc.P50, sc.P95, sc.P99 = pctl(sc.Latencies, 50), pctl(sc.Latencies, 95), pctl(sc.Latencies, 99)
-	sc.Timeline = obs.timelineCopy()
 	if sp.raw {
 		sc.APIWritesPerPod = rawWritesPerPod(cfg.IPRecords, sp.networks())
 	} else {
@@ -356,7 +439,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	}
 	if sp.name == "shardnet-3" && cfg.Profiles {
 		for i, rp := range procs {
-			cfg.profile(rp.metricsAddr, fmt.Sprintf("heap-routed-shardnet-%d.pb.gz", i), "heap", 0)
+			cfg.profile(rp.pprofAddr, fmt.Sprintf("heap-routed-shardnet-%d.pb.gz", i), "heap", 0)
 		}
 	}
 	if sp.name == "shardnet-3" && cfg.Restarts > 0 {
@@ -411,17 +494,42 @@ func setupAttachment(ctx context.Context, p *harness.Program, kube *harness.Kube
 
 // doneKeys are the annotations that must all be "true" for a pod of sp to
 // count as done: routed on every network for shardnet, allocated for the
-// raw writer (which writes both at once).
+// raw writer (which writes both at once), none for a plain pod, done once
+// the bench's watch sees it.
 func doneKeys(sp spec) []string {
-	key := reconcile.KeyRouted
-	if sp.raw {
-		key = reconcile.KeyAllocated
+	switch {
+	case sp.plain:
+		return nil
+	case sp.raw:
+		return networkKeys(sp, reconcile.KeyAllocated)
 	}
+	return networkKeys(sp, reconcile.KeyRouted)
+}
+
+// networkKeys are the annotation key of every network of sp's pods.
+func networkKeys(sp spec, key string) []string {
 	keys := []string{reconcile.DefaultKey(key)}
 	if sp.attach {
 		keys = append(keys, reconcile.Key(attachProvider, key))
 	}
 	return keys
+}
+
+// newScenarioObserver is the observer of sp's n pods, which also counts
+// the pods allocated and routed on every network for the progress lines
+// (none for plain pods).
+func newScenarioObserver(n int, sp spec) *observer {
+	o := newObserver(n, doneKeys(sp))
+	if !sp.plain {
+		o.allocKeys, o.routeKeys = networkKeys(sp, reconcile.KeyAllocated), networkKeys(sp, reconcile.KeyRouted)
+	}
+	switch {
+	case sp.plain:
+		o.doneLabel = "seen"
+	case sp.raw:
+		o.doneLabel = "allocated"
+	}
+	return o
 }
 
 // rawReload is the restart's ceiling: n clients at once (one per replica,
@@ -587,7 +695,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
-				cfg.profile(rp.metricsAddr, fmt.Sprintf("cpu-restart-shardnet-%d.pb.gz", i), "profile", seconds)
+				cfg.profile(rp.pprofAddr, fmt.Sprintf("cpu-restart-shardnet-%d.pb.gz", i), "profile", seconds)
 			})
 		}
 	}
@@ -625,7 +733,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 		rss, _ := rp.usage()
 		r.PeakRSSMiB = append(r.PeakRSSMiB, rss)
 		if profile {
-			cfg.profile(rp.metricsAddr, fmt.Sprintf("heap-restarted-shardnet-%d.pb.gz", i), "heap", 0)
+			cfg.profile(rp.pprofAddr, fmt.Sprintf("heap-restarted-shardnet-%d.pb.gz", i), "heap", 0)
 		}
 	}
 	return r, procs, nil
@@ -636,37 +744,84 @@ type observer struct {
 	want int
 	// keys must all be "true" on a pod for it to count as annotated.
 	keys []string
-	// mu guards created, annotated and lastAt.
+	// allocKeys and routeKeys, when set, must all be "true" on a pod for
+	// it to count as allocated and as routed in the progress lines.
+	allocKeys, routeKeys []string
+	// doneLabel names the done count in the progress lines ("routed"
+	// when empty).
+	doneLabel string
+	// mu guards created, annotated, stages, lastAt and timeline.
 	mu        sync.Mutex
 	created   map[string]time.Time
 	annotated map[string]time.Time
-	lastAt    time.Time
-	done      chan struct{}
-	doneOnce  sync.Once
-	count     atomic.Int64
-	t0        time.Time
-	timeline  []int
+	// stages holds the stageAllocated and stageRouted bits a pod was
+	// counted for.
+	stages   map[string]uint8
+	lastAt   time.Time
+	done     chan struct{}
+	doneOnce sync.Once
+	count    atomic.Int64
+	// nCreated counts the creates the API server accepted; nAllocated
+	// and nRouted the pods seen allocated and routed.
+	nCreated, nAllocated, nRouted atomic.Int64
+	t0                            time.Time
+	timeline                      []int
 }
 
+const (
+	stageAllocated uint8 = 1 << iota
+	stageRouted
+)
+
 func newObserver(want int, keys []string) *observer {
-	return &observer{want: want, keys: keys, created: map[string]time.Time{}, annotated: map[string]time.Time{}, done: make(chan struct{})}
+	return &observer{want: want, keys: keys, created: map[string]time.Time{}, annotated: map[string]time.Time{},
+		stages: map[string]uint8{}, done: make(chan struct{})}
 }
 
 func (o *observer) start(t time.Time) { o.t0 = t }
+
+// allTrue reports whether every one of keys is "true" in ann; it is false
+// for no keys.
+func allTrue(ann map[string]string, keys []string) bool {
+	for _, k := range keys {
+		if ann[k] != "true" {
+			return false
+		}
+	}
+	return len(keys) > 0
+}
 
 func (o *observer) see(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	for _, k := range o.keys {
-		if pod.Annotations[k] != "true" {
-			return
-		}
+	var stages uint8
+	if allTrue(pod.Annotations, o.allocKeys) {
+		stages |= stageAllocated
+	}
+	if allTrue(pod.Annotations, o.routeKeys) {
+		stages |= stageRouted
+	}
+	done := len(o.keys) == 0 || allTrue(pod.Annotations, o.keys)
+	if stages == 0 && !done {
+		return
 	}
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if fresh := stages &^ o.stages[pod.Name]; fresh != 0 {
+		o.stages[pod.Name] |= fresh
+		if fresh&stageAllocated != 0 {
+			o.nAllocated.Add(1)
+		}
+		if fresh&stageRouted != 0 {
+			o.nRouted.Add(1)
+		}
+	}
+	if !done {
+		return
+	}
 	if _, seen := o.annotated[pod.Name]; seen {
 		return
 	}
@@ -683,13 +838,33 @@ func (o *observer) created1(name string, t time.Time) {
 	o.mu.Unlock()
 }
 
+// wait returns once every pod is done, or with an error when ctx ends
+// first (wrapping ctx's error when it was cancelled).
 func (o *observer) wait(ctx context.Context) error {
 	select {
 	case <-o.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%d of %d pods annotated before the deadline", o.count.Load(), o.want)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%d of %d pods annotated before the deadline", o.count.Load(), o.want)
+		}
+		return fmt.Errorf("%d of %d pods annotated: %w", o.count.Load(), o.want, ctx.Err())
 	}
+}
+
+// progress is the progress line source of the observer's scenario.
+func (o *observer) progress(name string, start time.Time) *progress {
+	done := o.doneLabel
+	if done == "" {
+		done = "routed"
+	}
+	return &progress{name: name, total: o.want, start: start, lastT: start, doneLabel: done, done: o.count.Load,
+		counts: func() []count {
+			if len(o.allocKeys) == 0 {
+				return []count{{"created", o.nCreated.Load()}, {done, o.count.Load()}}
+			}
+			return []count{{"created", o.nCreated.Load()}, {"allocated", o.nAllocated.Load()}, {"routed", o.nRouted.Load()}}
+		}}
 }
 
 func (o *observer) last() time.Time {
@@ -711,6 +886,8 @@ func (o *observer) latencies() []float64 {
 	return out
 }
 
+// sampleTimeline appends the done count to the timeline every interval
+// until stop, which appends it once more; only stop's first call acts.
 func (o *observer) sampleTimeline(every time.Duration) (stop func()) {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
@@ -731,12 +908,15 @@ func (o *observer) sampleTimeline(every time.Duration) (stop func()) {
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(quit)
-		wg.Wait()
-		o.mu.Lock()
-		o.timeline = append(o.timeline, int(o.count.Load()))
-		o.mu.Unlock()
+		once.Do(func() {
+			close(quit)
+			wg.Wait()
+			o.mu.Lock()
+			o.timeline = append(o.timeline, int(o.count.Load()))
+			o.mu.Unlock()
+		})
 	}
 }
 
@@ -755,18 +935,53 @@ func pctl(sorted []float64, p int) float64 {
 	return sorted[i]
 }
 
-// createPods creates n pods spread over the nodes, each with the
-// annotations ann, recording each create time: at full speed (64 at a
-// time) when rate is 0, else pod i is sent at i/rate seconds from the
-// start (still at most 64 in flight).
-func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, rate float64, ann map[string]string, obs *observer) error {
+// podTemplate is what createPods makes its pods of.
+type podTemplate struct {
+	namespace string
+	// nodes are the kwok nodes the pods are bound to, in turn.
+	nodes []string
+	// prefix starts every pod's name ("pod-" when empty).
+	prefix              string
+	annotations, labels map[string]string
+	// hostNetwork makes plain pods, which shardnet leaves alone.
+	hostNetwork bool
+	// serviceAccount is the pods' service account (none mounted).
+	serviceAccount string
+	tolerations    []corev1.Toleration
+}
+
+// pod is the template's i-th pod.
+func (t podTemplate) pod(i int) *corev1.Pod {
+	prefix := t.prefix
+	if prefix == "" {
+		prefix = "pod-"
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%06d", prefix, i), Namespace: t.namespace,
+			Annotations: t.annotations, Labels: t.labels},
+		Spec: corev1.PodSpec{NodeName: t.nodes[i%len(t.nodes)], HostNetwork: t.hostNetwork, Tolerations: t.tolerations,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/bench"}}},
+	}
+	if t.serviceAccount != "" {
+		pod.Spec.ServiceAccountName = t.serviceAccount
+		pod.Spec.AutomountServiceAccountToken = new(false)
+	}
+	return pod
+}
+
+// createPods creates n pods of tmpl, recording each create time: at full
+// speed (64 at a time) when rate is 0, else pod i is sent at i/rate
+// seconds from the start (still at most 64 in flight). It stops at the
+// first create that fails and returns its error.
+func createPods(ctx context.Context, client kubernetes.Interface, tmpl podTemplate, n int, rate float64, obs *observer) error {
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
 	var first error
 	var once sync.Once
+	var failed atomic.Bool
 	start := time.Now()
 	for i := range n {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || failed.Load() {
 			break
 		}
 		if rate > 0 {
@@ -782,20 +997,20 @@ func createPods(ctx context.Context, kube *harness.Kube, n, nodes int, rate floa
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			name := fmt.Sprintf("pod-%06d", i)
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Annotations: ann},
-				Spec: corev1.PodSpec{NodeName: fmt.Sprintf("kwok-node-%d", i%nodes),
-					Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/bench"}}},
+			pod := tmpl.pod(i)
+			obs.created1(pod.Name, time.Now())
+			if _, err := client.CoreV1().Pods(tmpl.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				once.Do(func() { first = fmt.Errorf("creating pod %s/%s: %w", tmpl.namespace, pod.Name, err) })
+				failed.Store(true)
+				return
 			}
-			t := time.Now()
-			obs.created1(name, t)
-			if _, err := kube.Client.CoreV1().Pods(benchNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				once.Do(func() { first = err })
-			}
+			obs.nCreated.Add(1)
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%d of %d pods created: %w", obs.nCreated.Load(), n, ctx.Err())
+	}
 	return first
 }
 
@@ -927,6 +1142,8 @@ type replicaProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
 	healthAddr  string
+	// pprofAddr is the loopback listener of the replica's profiles.
+	pprofAddr string
 	// exited closes once the process has been waited for.
 	exited chan struct{}
 }
@@ -935,6 +1152,7 @@ func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 	rp := &replicaProc{
 		metricsAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
 		healthAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
+		pprofAddr:   fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
 	}
 	args := []string{"controller",
 		"--kubeconfig=" + kube.Kubeconfig,
@@ -945,6 +1163,7 @@ func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 		"--workers-per-shard=4",
 		"--metrics-addr=" + rp.metricsAddr,
 		"--health-addr=" + rp.healthAddr,
+		"--enable-pprof", "--pprof-addr=" + rp.pprofAddr,
 		fmt.Sprintf("--ip-records=%v", cfg.IPRecords),
 		"--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s",
 	}

@@ -2,7 +2,11 @@
 // bench) or checks a result against the committed thresholds.
 //
 //	shardnet-bench [-pods N] [-out DIR] [-micro] [-scenarios a,b] [-restarts N] [-profiles]
+//	shardnet-bench -kubeconfig PATH [-pods N] [-subnet NAME] [-keep] [-scenarios raw,shardnet-installed]
 //	shardnet-bench -check DIR/result.json [-thresholds bench/thresholds.json]
+//
+// With -kubeconfig it load-tests the cluster it names, with kwok and
+// shardnet installed there, instead of starting servers of its own.
 package main
 
 import (
@@ -40,6 +44,10 @@ func run(args []string) int {
 	profiles := fs.Bool("profiles", true, "write pprof heap and CPU profiles of the shardnet-3 replicas and the API server to OUT/pprof")
 	memLimit := fs.String("replica-memory-limit", "512Mi", "the replicas' --memory-limit, as deploy/base sets it (empty: the replicas' default, auto)")
 	replicaArgs := fs.String("replica-args", "", "more flags for every replica, space-separated (for example -v=4)")
+	kubeconfig := fs.String("kubeconfig", "", "run against the cluster of this kubeconfig (kwok and shardnet installed there) instead of servers of the bench's own: the raw ceiling as plain pod creates and "+bench.InstalledScenario+"; everything created is labelled "+bench.LabelRun+"=<run id> and deleted at the end")
+	keep := fs.Bool("keep", false, "with -kubeconfig: leave the run's namespaces, pods and kwok nodes in place")
+	subnet := fs.String("subnet", "", "with -kubeconfig: the subnet the pods of "+bench.InstalledScenario+" ask for (empty: the cluster's default subnet)")
+	progressEvery := fs.Duration("progress-interval", 2*time.Second, "interval of the progress lines (pods created, allocated, routed, rate, elapsed) written to stderr during every scenario; 0 turns them off")
 	check := fs.String("check", "", "check this result.json against -thresholds instead of running")
 	thresholds := fs.String("thresholds", "bench/thresholds.json", "committed lower bounds of the ratios")
 	if err := fs.Parse(args); err != nil {
@@ -52,15 +60,44 @@ func run(args []string) int {
 	if *scenarios != "" {
 		only = strings.Split(*scenarios, ",")
 	}
+	if *kubeconfig == "" && (*keep || *subnet != "") {
+		fmt.Fprintln(os.Stderr, "shardnet-bench: -keep and -subnet apply to a run against a cluster (-kubeconfig)")
+		return 2
+	}
+	// The micro-benchmarks measure this machine, not a cluster: against
+	// one they run only when asked for.
+	if *kubeconfig != "" && !flagSet(fs, "micro") {
+		*micro = false
+	}
+	// klog writes to stderr, whatever its output, unless told not to.
+	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		// A second signal ends the process at once.
+		signal.Stop(sigs)
+		if *kubeconfig != "" && !*keep {
+			fmt.Fprintln(os.Stderr, "shardnet-bench: interrupted; deleting what the run created (interrupt again to quit and leave it)")
+		}
+		cancel()
+	}()
 	wd, _ := os.Getwd()
 	res, err := bench.Run(ctx, bench.Config{
 		Pods: *pods, IPRecords: *ipRecords, Shardnet: *bin, Out: *out,
 		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
+		ProgressLines: os.Stderr, ProgressInterval: *progressEvery,
 		Scenarios: only, HalfRate: *halfRate, Restarts: *restarts, Profiles: *profiles, ReplicaMemoryLimit: *memLimit,
 		ReplicaArgs: strings.Fields(*replicaArgs),
+		Kubeconfig:  *kubeconfig, Keep: *keep, Subnet: *subnet,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)
@@ -70,6 +107,13 @@ func run(args []string) int {
 	fmt.Print(bench.Markdown(res))
 	fmt.Printf("\nwritten to %s\n", *out)
 	return 0
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func runCheck(resultPath, thresholdsPath string) int {
