@@ -47,17 +47,21 @@ generate: ## Regenerate deepcopy, CRDs, typed clients and NB models.
 verify: ## gofmt, go vet, go mod tidy and generate leave no diff.
 	hack/verify.sh
 
+.PHONY: deps
+deps: ## Install the Debian packages the tests need (ovn-central, openvswitch-common, prometheus) when missing.
+	hack/deps.sh
+
 .PHONY: testbin
 testbin: ## Build etcd, kube-apiserver and kwok for the tests (cached in $SHARDNET_TESTBIN).
 	hack/testbin.sh
 
 .PHONY: test
-test: testbin ## Run every test (unit, fuzz seeds, end-to-end) under -race.
+test: deps testbin ## Install what the tests need, then run every test (unit, fuzz seeds, end-to-end) under -race.
 	$(GO) test $(TESTFLAGS) ./...
 	hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: test-e2e
-test-e2e: testbin ## Run only the end-to-end suites under test/.
+test-e2e: deps testbin ## Run only the end-to-end suites under test/.
 	$(GO) test $(TESTFLAGS) ./test/...
 
 BENCH_PODS    ?= 5000

@@ -34,14 +34,15 @@ func (resultAdapter) Increment(_ context.Context, code, method, host string) {
 	restResults.WithLabelValues(code, method, host).Inc()
 }
 
-// RegisterClientGo routes client-go's REST client metrics (process-wide)
-// to reg. client-go accepts one registration per process; later calls only
-// register the collectors with reg.
+// RegisterClientGo routes client-go's REST client metrics and its leader
+// election metrics (leaderelection.go), both process-wide, to reg. client-go
+// accepts one registration per process; later calls only register the
+// collectors with reg.
 func RegisterClientGo(reg prometheus.Registerer) error {
 	registerOnce.Do(func() {
 		clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: latencyAdapter{}, RequestResult: resultAdapter{}})
 	})
-	for _, c := range []prometheus.Collector{restLatency, restResults} {
+	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -10,8 +10,13 @@
 // label of the per-transaction metrics either, since S may be in the
 // hundreds; per-shard queue depth comes from the workqueue metrics.
 //
-// Register also adds client-go's REST client metrics (request latency and
-// results by verb and host) to the same registry.
+// RegisterClientGo adds client-go's REST client metrics (request latency
+// and results by verb and host) and its leader election metrics
+// (leader_election_master_status, leader_election_slowpath_total) to a
+// registry. While a replica leads, Metrics also exports kube-ovn-controller's
+// subnet gauges (subnet_available_ip_count, subnet_used_ip_count) under
+// kube-ovn's names and labels, so that alerts written for kube-ovn keep
+// working.
 //
 // SetupTracing installs the OpenTelemetry tracer provider the standard
 // OTEL_* variables ask for; with none set, tracing stays off and the

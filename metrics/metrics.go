@@ -29,6 +29,10 @@ type Metrics struct {
 	// topologyDiffs counts Northbound rows left as they are although they
 	// differ from their Subnet (reconcile.TopologyMetrics).
 	topologyDiffs *prometheus.CounterVec
+	// kubeOVN is kube-ovn-controller's subnet gauges (kubeovn.go).
+	kubeOVN *kubeOVNSubnets
+	// shards is the configured number of shards (shards.go).
+	shards prometheus.Gauge
 }
 
 var (
@@ -98,6 +102,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	if err := reg.Register(m.topologyDiffs); err != nil {
 		return nil, err
 	}
+	var err error
+	if m.kubeOVN, err = newKubeOVNSubnets(reg); err != nil {
+		return nil, err
+	}
+	if m.shards, err = newShardsGauge(reg); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -133,17 +144,21 @@ func (m *Metrics) Collected(n int) { m.gcRemovals.Add(float64(n)) }
 // marked again (reconcile.Subnets.Refresh).
 func (m *Metrics) BitmapRepaired(n uint64) { m.ipamRepairs.Add(float64(n)) }
 
-// SetLeader records whether this replica leads.
+// SetLeader records whether this replica leads, which also starts or
+// stops the export of kube-ovn's subnet gauges.
 func (m *Metrics) SetLeader(leader bool) {
 	if leader {
 		m.leader.Set(1)
 	} else {
 		m.leader.Set(0)
 	}
+	m.kubeOVN.setLeading(leader)
 }
 
 // SetUsage records the address counters of every subnet, replacing those of
-// subnets that are gone.
+// subnets that are gone, and, while this replica leads, kube-ovn's subnet
+// gauges from the same snapshot, which they keep: the caller must not
+// modify usage afterwards.
 func (m *Metrics) SetUsage(usage map[string][]ipam.FamilyUsage) {
 	m.ipamUsed.Reset()
 	m.ipamFree.Reset()
@@ -153,6 +168,7 @@ func (m *Metrics) SetUsage(usage map[string][]ipam.FamilyUsage) {
 			m.ipamFree.WithLabelValues(subnet, f.Family).Set(float64(f.Available))
 		}
 	}
+	m.kubeOVN.setUsage(usage)
 }
 
 var _ reconcile.TopologyMetrics = (*Metrics)(nil)

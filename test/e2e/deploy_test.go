@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +135,25 @@ func (a *applier) apply(ctx context.Context, obj *unstructured.Unstructured, dry
 	return nil
 }
 
+// coordinationNS is shardnet's own namespace: its Leases and shard
+// assignment ConfigMap, and the only place its Role applies.
+const coordinationNS = "shardnet-system"
+
+// checkNoCoordinationRules fails when a cluster-wide role grants Leases or
+// ConfigMaps: those belong to shardnet's own namespace only.
+func checkNoCoordinationRules(t *testing.T, o *unstructured.Unstructured) {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+	for _, r := range rules {
+		res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+		for _, name := range res {
+			if name == "leases" || name == "configmaps" || name == "*" {
+				t.Errorf("base: %s %s grants %s cluster-wide", o.GetKind(), o.GetName(), name)
+			}
+		}
+	}
+}
+
 // TestKustomizeBuilds builds deploy/base and deploy/kubeovn-crds with
 // kustomize's engine and checks what each installs: the base only what
 // shardnet owns (its AddressClaim CRD and the objects that run it, all in
@@ -156,14 +177,26 @@ func TestKustomizeBuilds(t *testing.T) {
 			if group, _, _ := unstructured.NestedString(o.Object, "spec", "group"); group != "shardnet.io" {
 				t.Errorf("base: CRD %s of group %q; the base installs shardnet.io CRDs only", o.GetName(), group)
 			}
-		case o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding":
+		case o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "Namespace":
+			checkNoCoordinationRules(t, o)
+		case o.GetKind() == "Role" || o.GetKind() == "RoleBinding":
+			// Leases and ConfigMaps only in shardnet's own namespace.
+			if o.GetNamespace() != coordinationNS {
+				t.Errorf("base: %s %s in namespace %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), coordinationNS)
+			}
 		default:
 			if o.GetNamespace() != "kube-system" {
 				t.Errorf("base: %s %s in namespace %q, want kube-system", o.GetKind(), o.GetName(), o.GetNamespace())
 			}
 		}
+		if o.GetKind() == "StatefulSet" {
+			args, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if len(args) == 0 || !slices.Contains(args[0].(map[string]any)["args"].([]any), any("--namespace="+coordinationNS)) {
+				t.Errorf("base: the StatefulSet does not pass --namespace=%s", coordinationNS)
+			}
+		}
 	}
-	for _, k := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "StatefulSet", "Service", "PodDisruptionBudget"} {
+	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "StatefulSet", "Service", "PodDisruptionBudget"} {
 		if kinds[k] == 0 {
 			t.Errorf("base: no %s (kinds: %v)", k, kinds)
 		}
@@ -212,13 +245,20 @@ func TestDeployManifests(t *testing.T) {
 	objs := kustomizeResources(t, filepath.Join(dir, "base"))
 	objs = append(objs, kustomizeResources(t, filepath.Join(dir, "kubeovn-crds"))...)
 	objs = append(objs, readObjects(t, filepath.Join(dir, "base", "nb-secret.example.yaml"))...)
-	// The ServiceMonitor's CRD belongs to the Prometheus Operator; a stand-in
-	// CRD lets the API server check the manifest's shape.
+	// The ServiceMonitor's and PrometheusRule's CRDs belong to the
+	// Prometheus Operator; stand-ins let the API server check the
+	// manifests' shape.
 	installServiceMonitorCRD(t, c.kube)
 	// With multus's CRD present the replicas watch NetworkAttachmentDefinitions
 	// too, so the run below proves that rule sufficient as well.
 	c.kube.InstallNADCRD(t)
-	objs = append(objs, readObjects(t, filepath.Join(dir, "optional", "servicemonitor.yaml"))...)
+	for _, f := range []string{"servicemonitor.yaml", "prometheusrule.yaml", "metrics-auth-rbac.yaml"} {
+		objs = append(objs, readObjects(t, filepath.Join(dir, "optional", f))...)
+	}
+	for _, o := range readObjects(t, filepath.Join(dir, "grafana", "dashboard-configmap.yaml")) {
+		o.SetNamespace("monitoring") // applied in Grafana's namespace
+		objs = append(objs, o)
+	}
 	for _, o := range objs {
 		if ns := o.GetNamespace(); ns != "" {
 			ensureNamespace(t, ctx, c.kube, ns)
@@ -236,7 +276,7 @@ func TestDeployManifests(t *testing.T) {
 	// For real now: the ServiceAccount and its RBAC (the CRDs are there).
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 			if err := ap.apply(ctx, o, false); err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +289,7 @@ func TestDeployManifests(t *testing.T) {
 	c.namespace("rbac")
 	for _, id := range []string{"shardnet-0", "shardnet-1", "shardnet-2"} {
 		opts := c.options(id)
-		opts.Namespace = "kube-system"
+		opts.Namespace = coordinationNS
 		ctx, cancel := context.WithCancel(context.Background())
 		r, err := app.NewReplica(ctx, opts, saConfig, prometheus.NewRegistry())
 		if err != nil {
@@ -334,9 +374,12 @@ spec:
           type: object
           x-kubernetes-preserve-unknown-fields: true
 `
+	pr := strings.NewReplacer("servicemonitors", "prometheusrules", "ServiceMonitor", "PrometheusRule", "servicemonitor", "prometheusrule").Replace(crd)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "sm.yaml"), []byte(crd), 0o644); err != nil {
-		t.Fatal(err)
+	for name, body := range map[string]string{"sm.yaml": crd, "pr.yaml": pr} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	k.InstallCRDs(t, dir)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/cmd/shardnet/app"
@@ -34,14 +37,22 @@ const prometheusBinary = "/usr/bin/prometheus"
 // dashboardFile is the Grafana dashboard whose every query is checked.
 const dashboardFile = "../../deploy/grafana/shardnet-dashboard.json"
 
+// rulesFile is the shipped rule file the test's Prometheus evaluates.
+const rulesFile = "../../deploy/prometheus/shardnet-rules.yaml"
+
 // TestDashboardQueriesOnPrometheus: replicas, each serving /metrics on its
 // own port, scraped by a real Prometheus every second while they hand
 // shards over (one alone, then three, then four) and route a few hundred
-// pods, two of them bad. Then
+// pods, two of them bad, and a dozen more that fill a small subnet. Then
 // every query of the Grafana dashboard, and every variable's label query,
 // returns data: a panel that names a metric or label the code does not
 // export, or that aggregates it away, fails here rather than in front of an
-// operator.
+// operator. The same Prometheus evaluates the shipped alerting rules (with
+// their for: durations at 0s): every rule evaluates without error, the
+// subnet-nearly-full alert fires for the full subnet and not for the
+// default one, kube-ovn's own exhaustion expression sees one series for it
+// (the leader's), and the pod asking for a missing subnet raises the
+// waiting-for-an-address alert.
 func TestDashboardQueriesOnPrometheus(t *testing.T) {
 	if _, err := os.Stat(prometheusBinary); err != nil {
 		t.Fatalf("%s not found: install Debian's prometheus package (apt-get install prometheus); .ci/run does", prometheusBinary)
@@ -51,17 +62,27 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 		t.Fatalf("%s has %d queries; the panels were not found", dashboardFile, len(dash.exprs))
 	}
 
+	// Deployed replicas run with a Go soft limit (--memory-limit), which
+	// the memory panel draws; the replicas here share the test's process.
+	prevLimit := debug.SetMemoryLimit(8 << 30)
+	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit) })
+
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	node := c.kube.CreateNode(t, "kwok-node-1", "")
 	c.subnet("ovn-default", "10.16.0.0/16", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
+	// 13 addresses a pod can take (16 less the network, broadcast and
+	// gateway addresses): 12 pods fill 92% of it.
+	c.subnet(fullSubnet, "10.17.0.0/28", func(s *kubeovnv1.SubnetSpec) { s.Namespaces = []string{"ns-full"} })
 	c.namespace("ns-load")
 	c.namespace("ns-bad")
+	c.namespace("ns-full")
 
 	ids := []string{"shardnet-0", "shardnet-1", "shardnet-2", "shardnet-3"}
 	servers := make([]*app.Server, len(ids))
 	var targets []string
+	scrape := map[string]string{} // address -> pod
 	for i, id := range ids {
 		opts := c.options(id)
 		opts.MetricsAddr, opts.HealthAddr = "127.0.0.1:0", ""
@@ -71,9 +92,10 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 		}
 		servers[i] = s
 		targets = append(targets, s.MetricsAddr())
+		scrape[s.MetricsAddr()] = id
 	}
 	run := runServers(t)
-	prom := startPrometheus(t, targets)
+	prom := startPrometheus(t, scrape, testRules(t))
 
 	// One replica alone takes every shard; the two that join take theirs
 	// from it, so that the handoff panels have releases to show.
@@ -106,6 +128,8 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 		}
 	}
 	c.waitRouted(ctx, "ns-load", pods)
+	c.createPods("ns-full", "full", node.Name, 12)
+	c.waitRouted(ctx, "ns-full", 12)
 
 	// A fourth replica joins, and shards move again. A counter or
 	// histogram series is born at its first observation, and rate() counts
@@ -150,20 +174,140 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 	}
 
 	// The variables' label_values() queries find the job and every
-	// replica.
+	// replica, by pod name.
 	for _, v := range dash.labelQueries {
 		vals, err := prom.labelValues(ctx, v.label, substitute(t, v.match))
 		if err != nil {
 			t.Errorf("variable %s: %v", v.name, err)
 			continue
 		}
-		want := map[string][]string{"job": {"shardnet"}, "instance": targets}[v.label]
+		want, ok := map[string][]string{"job": {"shardnet"}, "pod": ids}[v.label]
+		if !ok {
+			t.Errorf("variable %s: label %s is not one the test checks", v.name, v.label)
+		}
 		for _, w := range want {
 			if !slices.Contains(vals, w) {
 				t.Errorf("variable %s: label_values(%s, %s) = %v, missing %s", v.name, v.match, v.label, vals, w)
 			}
 		}
 	}
+
+	checkAlerts(t, ctx, prom, servers, ids)
+}
+
+// fullSubnet is the subnet the test fills past the alert's threshold.
+const fullSubnet = "nearly-full"
+
+// checkAlerts: every shipped rule evaluates without error on the replicas'
+// series; the subnet alert fires for the full subnet only, from kube-ovn's
+// metrics, which the leader alone exports; the pods-waiting alert fires.
+func checkAlerts(t *testing.T, ctx context.Context, prom *promServer, servers []*app.Server, ids []string) {
+	t.Helper()
+	actx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	waitFor(t, actx, "every shipped rule evaluated without error", func() error {
+		rules, err := prom.rules(actx)
+		if err != nil {
+			return err
+		}
+		if len(rules) == 0 {
+			return errorf("no rules loaded")
+		}
+		for _, r := range rules {
+			if r.Health != "ok" {
+				return errorf("rule %s: health %q %s", r.Name, r.Health, r.LastError)
+			}
+		}
+		return nil
+	})
+	firing := func(subnet string) string {
+		return fmt.Sprintf(`ALERTS{alertname="ShardnetSubnetNearlyFull", alertstate="firing", subnet_name=%q}`, subnet)
+	}
+	waitFor(t, actx, "ShardnetSubnetNearlyFull firing for "+fullSubnet, func() error {
+		if n, _, err := prom.query(actx, firing(fullSubnet)); err != nil || n != 1 {
+			return errorf("%d firing alerts, err %v", n, err)
+		}
+		return nil
+	})
+	if n, _, err := prom.query(actx, firing("ovn-default")); err != nil || n != 0 {
+		t.Errorf("ShardnetSubnetNearlyFull for ovn-default (300 of 65,533 addresses): %d alerts, err %v", n, err)
+	}
+	// The pod that asks for a subnet that does not exist is retried.
+	waitFor(t, actx, "ShardnetPodsWaitingForAddress firing", func() error {
+		if n, _, err := prom.query(actx, `ALERTS{alertname="ShardnetPodsWaitingForAddress", alertstate="firing"}`); err != nil || n != 1 {
+			return errorf("%d firing alerts, err %v", n, err)
+		}
+		return nil
+	})
+
+	// kube-ovn's KubeOvnSubnetIPExhaustion expression, as its chart has it,
+	// matches one series: the leader's.
+	leader := ""
+	for i, s := range servers {
+		if s.Replica().IsLeader() {
+			leader = ids[i]
+		}
+	}
+	kubeOVN := `(subnet_used_ip_count / (subnet_used_ip_count + subnet_available_ip_count)) > 0.9`
+	waitFor(t, actx, "kube-ovn's expression matching the leader's series only", func() error {
+		pods, err := prom.labelOf(actx, kubeOVN, "pod")
+		if err != nil {
+			return err
+		}
+		if len(pods) != 1 || pods[0] != leader {
+			return errorf("series from %v, want one from the leader %s", pods, leader)
+		}
+		return nil
+	})
+
+	// client-go's leader election metric, under component-base's name.
+	waitFor(t, actx, "leader_election_master_status", func() error {
+		if _, finite, err := prom.query(actx, `max(leader_election_master_status{name="shardnet-leader"}) == 1`); err != nil || finite != 1 {
+			return errorf("no leader_election_master_status{name=\"shardnet-leader\"} at 1 (err %v)", err)
+		}
+		return nil
+	})
+}
+
+// testRules writes the shipped rule file with every for: at 0s, so that an
+// alert fires at the first evaluation that finds its condition true, and
+// returns its path.
+func testRules(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Groups []struct {
+			Name  string           `json:"name"`
+			Rules []map[string]any `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", rulesFile, err)
+	}
+	n := 0
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if _, ok := r["alert"]; ok {
+				r["for"] = "0s"
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("%s has no alerts", rulesFile)
+	}
+	out, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "shardnet-rules.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // waitSpread waits until every one of servers owns a shard and together
@@ -255,7 +399,8 @@ func loadDashboard(t *testing.T, path string) dashboard {
 
 // substitute replaces what Grafana would: its interval macros, with
 // windows that cover the whole load of this test, and the variables, with
-// "all".
+// "all". The dashboard's "all" replicas is ".*", which also matches series
+// without a pod label; ".+" here requires the label the scrape sets.
 func substitute(t *testing.T, expr string) string {
 	t.Helper()
 	out := strings.NewReplacer(
@@ -263,7 +408,7 @@ func substitute(t *testing.T, expr string) string {
 		"$__interval", "15s",
 		"$__range", "10m",
 		"$job", "shardnet",
-		"$instance", ".+",
+		"$pod", ".+",
 	).Replace(expr)
 	if strings.Contains(out, "$") {
 		t.Fatalf("query %q uses a variable the test does not know", expr)
@@ -311,22 +456,26 @@ type promServer struct {
 	http *http.Client
 }
 
-func startPrometheus(t *testing.T, targets []string) *promServer {
+// startPrometheus starts a Prometheus that scrapes targets (address to pod
+// name) every second, labelling each with its pod as the ServiceMonitor
+// does, and evaluates the rule file every second.
+func startPrometheus(t *testing.T, targets map[string]string, rules string) *promServer {
 	t.Helper()
 	dir := t.TempDir()
-	quoted := make([]string, len(targets))
-	for i, tg := range targets {
-		quoted[i] = strconv.Quote(tg)
+	var static strings.Builder
+	for _, addr := range slices.Sorted(maps.Keys(targets)) {
+		fmt.Fprintf(&static, "      - targets: [%s]\n        labels: {pod: %s}\n", strconv.Quote(addr), strconv.Quote(targets[addr]))
 	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
+rule_files:
+  - %s
 scrape_configs:
   - job_name: shardnet
     static_configs:
-      - targets: [%s]
-`, strings.Join(quoted, ", "))
+%s`, strconv.Quote(rules), static.String())
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -461,6 +610,48 @@ func (p *promServer) labelValues(ctx context.Context, label, match string) ([]st
 	var vals []string
 	err := p.get(ctx, "/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &vals)
 	return vals, err
+}
+
+// labelOf runs an instant query and returns the values of label in its
+// series.
+func (p *promServer) labelOf(ctx context.Context, expr, label string) ([]string, error) {
+	var data struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+		} `json:"result"`
+	}
+	if err := p.get(ctx, "/api/v1/query", url.Values{"query": {expr}}, &data); err != nil {
+		return nil, err
+	}
+	var vals []string
+	for _, r := range data.Result {
+		vals = append(vals, r.Metric[label])
+	}
+	return vals, nil
+}
+
+// ruleState is one rule's health as /api/v1/rules reports it.
+type ruleState struct {
+	Name      string `json:"name"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
+}
+
+// rules is every loaded rule's health.
+func (p *promServer) rules(ctx context.Context) ([]ruleState, error) {
+	var data struct {
+		Groups []struct {
+			Rules []ruleState `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := p.get(ctx, "/api/v1/rules", url.Values{}, &data); err != nil {
+		return nil, err
+	}
+	var out []ruleState
+	for _, g := range data.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out, nil
 }
 
 // upTargets is the addresses of the targets whose last scrape succeeded.

@@ -38,7 +38,7 @@ func TestDeployRBACRulesAreNeeded(t *testing.T) {
 	var role, clusterRole = &rbacv1.Role{}, &rbacv1.ClusterRole{}
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "ServiceAccount", "ClusterRoleBinding", "RoleBinding":
+		case "Namespace", "ServiceAccount", "ClusterRoleBinding", "RoleBinding":
 			if err := ap.apply(ctx, o, false); err != nil {
 				t.Fatal(err)
 			}
@@ -105,8 +105,8 @@ func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node strin
 	}
 	// Coordination objects of the previous probe would make this replica
 	// wait out their leases.
-	_ = c.kube.Client.CoordinationV1().Leases("kube-system").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-	_ = c.kube.Client.CoreV1().ConfigMaps("kube-system").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: ""})
+	_ = c.kube.Client.CoordinationV1().Leases(coordinationNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = c.kube.Client.CoreV1().ConfigMaps(coordinationNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: ""})
 	// RBAC changes reach the authorizer through its informers: give them
 	// a moment.
 	time.Sleep(500 * time.Millisecond)
@@ -115,7 +115,7 @@ func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node strin
 	c.namespace(ns)
 	id := fmt.Sprintf("probe-%02d", i)
 	opts := c.options(id)
-	opts.Namespace = "kube-system"
+	opts.Namespace = coordinationNS
 	opts.Shards = 4
 	rctx, stop := context.WithCancel(context.Background())
 	rep, err := app.NewReplica(rctx, opts, serviceAccountConfig(t, ctx, c.kube, "kube-system", "shardnet"), prometheus.NewRegistry())

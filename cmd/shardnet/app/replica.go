@@ -92,6 +92,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	if r.met, err = metrics.New(reg); err != nil {
 		return nil, err
 	}
+	r.met.SetShards(opts.Shards)
 	if r.adoption, err = metrics.NewAdoption(reg); err != nil {
 		return nil, err
 	}
