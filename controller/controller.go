@@ -88,7 +88,11 @@ func New(cfg Config) (*Controller, error) {
 	if c.met, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	if _, err := c.informers.Pods.AddEventHandler(watch.Changes(c.enqueueObj)); err != nil {
+	handler := watch.Changes(c.enqueueObj)
+	// A pod that appears (created, or re-created under the name of one
+	// that kept failing) starts with a fresh retry delay.
+	handler.AddFunc = c.enqueueFresh
+	if _, err := c.informers.Pods.AddEventHandler(handler); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
 	if cfg.Setup != nil {
@@ -212,6 +216,23 @@ func (c *Controller) Enqueue(key string) bool {
 	}
 	run.q.Add(key)
 	return true
+}
+
+// enqueueFresh is enqueueObj for a pod that appeared: its key's earlier
+// failures are forgotten.
+func (c *Controller) enqueueFresh(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		runtime.HandleError(fmt.Errorf("pod event without a key: %w", err))
+		return
+	}
+	s := shard.Of(key, c.cfg.Shards)
+	c.mu.RLock()
+	run := c.runs[s]
+	c.mu.RUnlock()
+	if run != nil {
+		run.q.Fresh(key)
+	}
 }
 
 func (c *Controller) enqueueObj(obj any) {

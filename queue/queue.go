@@ -121,6 +121,18 @@ func New(cfg Config) (*Queue, error) {
 // Add queues key now; a key already waiting is not queued twice.
 func (q *Queue) Add(key string) { q.wq.Add(key) }
 
+// Fresh queues key now and forgets its failures, so that its next
+// failure waits the base delay again: for a new object under a key whose
+// earlier object kept failing (a pod re-created under the name of a pod
+// deleted while the Northbound was down).
+func (q *Queue) Fresh(key string) {
+	q.wq.Forget(key)
+	q.wq.Add(key)
+}
+
+// Requeues is how many failures key has counted since it last succeeded.
+func (q *Queue) Requeues(key string) int { return q.wq.NumRequeues(key) }
+
 // AddAfter queues key once d has passed (for example a grace period).
 func (q *Queue) AddAfter(key string, d time.Duration) { q.wq.AddAfter(key, d) }
 

@@ -326,3 +326,27 @@ func TestRetryDelay(t *testing.T) {
 		t.Fatal("Permanent/IsPermanent disagree")
 	}
 }
+
+// TestFreshForgetsFailures: a key that kept failing (a pod deleted while
+// the Northbound was down) and then gets a new object (the pod re-created
+// under the same name) is processed at once, and its next failure waits
+// the base delay, not the doubled delay of the old object's failures.
+func TestFreshForgetsFailures(t *testing.T) {
+	q := newQueue(t, Config{BaseDelay: time.Second, MaxDelay: time.Minute, QPS: 100, Burst: 100})
+	for range 5 {
+		q.limiter.When("ns/pod") // five failures: the next delay would be 32 s
+	}
+	if n := q.Requeues("ns/pod"); n != 5 {
+		t.Fatalf("requeues %d, want 5", n)
+	}
+	q.Fresh("ns/pod")
+	if n := q.Requeues("ns/pod"); n != 0 {
+		t.Fatalf("requeues after Fresh %d, want 0", n)
+	}
+	if q.Len() != 1 {
+		t.Fatalf("Fresh did not queue the key now (len %d)", q.Len())
+	}
+	if got := q.limiter.When("ns/pod"); got != time.Second {
+		t.Fatalf("first failure after Fresh waits %s, want the base delay", got)
+	}
+}

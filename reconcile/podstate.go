@@ -12,13 +12,21 @@ import (
 // Alive reports whether pod still needs its network: it is not terminal
 // and, if it is being deleted, its grace period has not run out.
 func Alive(pod *corev1.Pod, now time.Time) bool {
-	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-		end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
-		if now.After(end) {
-			return false
-		}
+	if end, ok := GraceEnd(pod); ok && now.After(end) {
+		return false
 	}
 	return !Terminal(pod)
+}
+
+// GraceEnd is the moment a terminating pod stops being alive: its
+// deletion timestamp plus its grace period, as kube-ovn counts it (a pod
+// on a node that is gone is never deleted by its kubelet). ok is false
+// for a pod that is not being deleted.
+func GraceEnd(pod *corev1.Pod) (end time.Time, ok bool) {
+	if pod.DeletionTimestamp == nil || pod.DeletionGracePeriodSeconds == nil {
+		return time.Time{}, false
+	}
+	return pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second), true
 }
 
 // Terminal reports whether pod has ended for good: Succeeded and not

@@ -232,7 +232,7 @@ func TestAliveAndOwners(t *testing.T) {
 
 func TestBehindOwnPatch(t *testing.T) {
 	now := time.Unix(1000, 0)
-	p := (&Pods{cfg: PodConfig{Now: func() time.Time { return now }}}).NewTerm(0, nil)
+	p := (&Pods{cfg: PodConfig{Now: func() time.Time { return now }}}).NewTerm(0, nil, nil)
 	pod := func(uid, rv string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv}}
 	}

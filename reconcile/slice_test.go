@@ -36,7 +36,17 @@ import (
 // slice is one replica's reconcilers driven by a plain workqueue on a
 // single shard: the pod path end to end against real servers, without the
 // sharding runtime.
+// laterCall is one delayed re-add the term asked for.
+type laterCall struct {
+	key   string
+	after time.Duration
+}
+
 type slice struct {
+	// laterMu guards laterCalls, the term's delayed re-adds.
+	laterMu    sync.Mutex
+	laterCalls []laterCall
+
 	t    *testing.T
 	kube *harness.Kube
 	nb   *ovn.Client
@@ -111,7 +121,6 @@ func startSlice(t *testing.T) *slice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.term = s.pods.NewTerm(0, batcher)
 	s.subnets, err = NewSubnetReconciler(SubnetConfig{
 		NB: nb, Shardnet: kube.Shardnet, Subnets: caches.SubnetLister, Nodes: caches.Nodes,
 		Claims: caches.Claims, Registry: caches.Registry, Recorder: recorder,
@@ -122,6 +131,12 @@ func startSlice(t *testing.T) *slice {
 
 	podQ := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 2*time.Second))
 	subnetQ := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 2*time.Second))
+	s.term = s.pods.NewTerm(0, batcher, func(key string, after time.Duration) {
+		s.laterMu.Lock()
+		s.laterCalls = append(s.laterCalls, laterCall{key: key, after: after})
+		s.laterMu.Unlock()
+		podQ.AddAfter(key, after)
+	})
 	enqueue := func(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandlerFuncs {
 		add := func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {

@@ -49,12 +49,17 @@ type Term struct {
 	// patch created, so that a reconcile reading a cache older than that
 	// write leaves the work to the event the write is bound to bring.
 	patched *xsync.Map[string, patchedVersion]
+	// later queues a key of the term again after a delay; nil when the
+	// term has no queue (tests).
+	later func(key string, after time.Duration)
 }
 
-// NewTerm returns the reconciler of one shard term writing through w.
-func (p *Pods) NewTerm(shard int, w ShardWriter) *Term {
+// NewTerm returns the reconciler of one shard term writing through w;
+// later, when not nil, queues one of the term's keys again after a delay
+// (the shard queue's AddAfter).
+func (p *Pods) NewTerm(shard int, w ShardWriter, later func(key string, after time.Duration)) *Term {
 	return &Term{
-		p: p, shard: shard, w: w,
+		p: p, shard: shard, w: w, later: later,
 		written: xsync.NewMap[string, writtenPort](),
 		recent:  xsync.NewMap[string, recentAllocs](),
 		patched: xsync.NewMap[string, patchedVersion](),
@@ -117,8 +122,18 @@ func (t *Term) reconcile(ctx context.Context, key string) (string, error) {
 	if pod == nil || pod.Spec.HostNetwork || !Alive(pod, t.p.cfg.Now()) {
 		return "release", t.release(ctx, key, pod)
 	}
+	if end, ok := GraceEnd(pod); ok && t.later != nil {
+		// A terminating pod whose delete may never finish (its node is
+		// gone): its key comes back when its grace runs out, and is
+		// released then (R3), with no polling meanwhile.
+		t.later(key, end.Sub(t.p.cfg.Now())+graceMargin)
+	}
 	return t.ensure(ctx, key, pod)
 }
+
+// graceMargin is how long after a pod's grace has run out its key is
+// looked at again, so that the clock has certainly passed the deadline.
+const graceMargin = 100 * time.Millisecond
 
 // behindOwnPatch reports whether the cached pod is older than the version
 // this term's last patch of it created: everything the reconcile would

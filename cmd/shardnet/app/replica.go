@@ -349,7 +349,7 @@ func (r *Replica) gcLoop(ctx context.Context) {
 
 // newShard makes the reconciler of one shard term.
 func (r *Replica) newShard(sc controller.ShardContext) (controller.Reconciler, error) {
-	return &shardReconciler{r: r, shard: sc.Shard, epoch: sc.Epoch}, nil
+	return &shardReconciler{r: r, shard: sc.Shard, epoch: sc.Epoch, queue: sc.Queue}, nil
 }
 
 // shardReconciler is the pod reconciler bound to one shard term: its
@@ -363,6 +363,8 @@ type shardReconciler struct {
 	batcher *ovn.Batcher
 	// term reconciles the shard's keys through batcher; set with it.
 	term *reconcile.Term
+	// queue is the shard term's queue (delayed re-adds).
+	queue controller.Enqueuer
 }
 
 var (
@@ -390,7 +392,11 @@ func (s *shardReconciler) OnAcquire(ctx context.Context, shard int, epoch uint64
 		return err
 	}
 	s.batcher = b
-	s.term = s.r.pods.NewTerm(shard, b)
+	var later func(string, time.Duration)
+	if s.queue != nil {
+		later = s.queue.AddAfter
+	}
+	s.term = s.r.pods.NewTerm(shard, b, later)
 	return nil
 }
 
