@@ -376,9 +376,11 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 	var inSubnet []*v1alpha1.AddressClaim
 	np.Release = append(np.Release, others...)
 	for _, c := range mine {
-		if c.Spec.Subnet == np.Subnet.Name {
+		if c.Spec.Subnet == np.Subnet.Name && claimInRange(np.Alloc, c) {
 			inSubnet = append(inSubnet, c)
 		} else {
+			// Another subnet, or outside this one's CIDR since it was
+			// edited (R9): never reused, the network starts over.
 			np.Release = append(np.Release, c)
 		}
 	}
@@ -717,4 +719,11 @@ func allocationFromClaims(subnet string, claims []*v1alpha1.AddressClaim) (ipam.
 		}
 	}
 	return al, !al.MAC.IsZero()
+}
+
+// claimInRange reports whether a claim's address is inside the subnet's
+// current CIDR (an edit of the CIDR can leave a claim outside it).
+func claimInRange(sub *ipam.Subnet, c *v1alpha1.AddressClaim) bool {
+	a, ok := addrOf(c)
+	return ok && sub.Contains(a)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +103,61 @@ func (p *Pods) retained(pod *corev1.Pod, claims []*v1alpha1.AddressClaim) bool {
 	if sts.Spec.Replicas != nil {
 		replicas = *sts.Spec.Replicas
 	}
-	return int32(n) < replicas
+	if int32(n) >= replicas {
+		return false
+	}
+	return p.stillFits(fake, sts, claims)
+}
+
+// stillFits reports whether the retained claims are still where the
+// StatefulSet's next pod of this name would be given addresses (R9, as
+// kube-ovn's StatefulSet check does): each claim inside its subnet's
+// current CIDR, and, for the default network, the claims' subnet still
+// the one the pod would be put in: the template's logical_switch when it
+// names one, else one of the subnets that select the namespace, else the
+// default subnet. Fullness plays no part: the retained address is in the
+// subnet it fills.
+func (p *Pods) stillFits(pod *corev1.Pod, sts *appsv1.StatefulSet, claims []*v1alpha1.AddressClaim) bool {
+	for _, c := range claims {
+		sub, err := p.cfg.Subnets.Get(c.Spec.Subnet)
+		if err != nil {
+			return false
+		}
+		a, ok := addrOf(c)
+		if !ok || !sub.Contains(a) {
+			return false
+		}
+	}
+	r := Resolver{Catalog: p.cfg.Catalog, DefaultSubnet: p.cfg.DefaultSubnet}
+	for _, c := range claims {
+		if claimProvider(c) != DefaultProvider {
+			continue
+		}
+		if ls := sts.Spec.Template.Annotations[DefaultKey(KeyLogicalSwitch)]; ls != "" {
+			if ls != c.Spec.Subnet {
+				return false
+			}
+			continue
+		}
+		ns, _ := p.cfg.Catalog.Namespace(pod.Namespace)
+		selected, selects := false, false
+		for _, s := range p.cfg.Catalog.Subnets() {
+			if isDefaultNetwork(s) && selectsNamespace(s, pod.Namespace, ns) {
+				selects = true
+				selected = selected || s.Name == c.Spec.Subnet
+			}
+		}
+		if selects {
+			if !selected {
+				return false
+			}
+			continue
+		}
+		if def := r.defaultSubnet(); def != nil && def.Name != c.Spec.Subnet {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseClaim deletes one claim with its UID as precondition and frees
