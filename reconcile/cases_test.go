@@ -140,7 +140,12 @@ func TestPodSliceCases(t *testing.T) {
 		// Delete and re-create db-1: same address, port kept meanwhile.
 		before := s.getPod(ctx, "cases", "db-1")
 		s.deletePod(ctx, "cases", "db-1")
-		time.Sleep(500 * time.Millisecond)
+		// Once the cache has the delete, a reconcile of the key is the
+		// release the delete event brings: the port must survive it.
+		s.waitUncached(ctx, "cases/db-1")
+		if err := s.term.Reconcile(ctx, "cases/db-1"); err != nil {
+			t.Fatal(err)
+		}
 		if _, ok := s.nb.Port(PortName("db-1", "cases", DefaultProvider)); !ok {
 			t.Fatal("the port of a retained StatefulSet pod was deleted")
 		}
@@ -156,7 +161,16 @@ func TestPodSliceCases(t *testing.T) {
 		if _, err := s.kube.Client.AppsV1().StatefulSets("cases").Patch(ctx, "db", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // the StatefulSet informer sees the scale-down
+		waitView(t, ctx, func() error { // the StatefulSet informer sees the scale-down
+			sts, err := s.caches.StatefulSets.StatefulSets("cases").Get("db")
+			if err != nil {
+				return err
+			}
+			if *sts.Spec.Replicas != 2 {
+				return fmt.Errorf("cached replicas %d", *sts.Spec.Replicas)
+			}
+			return nil
+		})
 		s.deletePod(ctx, "cases", "db-2")
 		s.waitGone(ctx, "main", "10.40.0.162")
 		if _, ok := s.nb.Port(PortName("db-0", "cases", DefaultProvider)); !ok {
