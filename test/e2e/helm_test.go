@@ -26,6 +26,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -992,6 +995,11 @@ func TestHelmChartRoutesPods(t *testing.T) {
 		t.Fatalf("--shards: %d (%v), want 8", shards, err)
 	}
 
+	// RBAC reaches the authorizer through its informers: wait until the
+	// chart's ServiceAccount can list what every replica's caches list, so
+	// that no replica starts into a forbidden list and its backoff.
+	waitRBAC(t, ctx, saConfig, coord)
+
 	node := c.kube.CreateNode(t, "kwok-node-helm", "")
 	c.subnet("ovn-default", "10.16.0.0/16", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
 	c.namespace("helm")
@@ -1039,4 +1047,28 @@ func TestHelmChartRoutesPods(t *testing.T) {
 		t.Errorf("no Lease in %s", coord)
 	}
 	t.Logf("Leases in %s: %v", coord, holders)
+}
+
+// waitRBAC waits until rc may list every resource a replica's caches
+// list, and the Leases of its coordination namespace.
+func waitRBAC(t *testing.T, ctx context.Context, rc *rest.Config, coord string) {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(rc)
+	gvrs := []schema.GroupVersionResource{
+		{Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "nodes"}, {Version: "v1", Resource: "namespaces"},
+		{Group: "apps", Version: "v1", Resource: "statefulsets"},
+		{Group: "kubeovn.io", Version: "v1", Resource: "subnets"}, {Group: "kubeovn.io", Version: "v1", Resource: "ippools"},
+		{Group: "kubeovn.io", Version: "v1", Resource: "ips"}, {Group: "kubeovn.io", Version: "v1", Resource: "vips"},
+		{Group: "shardnet.io", Version: "v1alpha1", Resource: "addressclaims"},
+	}
+	waitFor(t, ctx, "the ServiceAccount's RBAC in force", func() error {
+		for _, gvr := range gvrs {
+			if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+				return fmt.Errorf("%s: %w", gvr.Resource, err)
+			}
+		}
+		_, err := dyn.Resource(schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}).
+			Namespace(coord).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
 }
