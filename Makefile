@@ -64,6 +64,15 @@ test: deps testbin ## Install what the tests need, then run every test (unit, fu
 test-e2e: deps testbin ## Run only the end-to-end suites under test/.
 	$(GO) test $(TESTFLAGS) ./test/...
 
+# Where the fault suite writes its report table (printed after the run).
+FAULTS_REPORT ?= $(or $(TMPDIR),/tmp)/shardnet-faults-report.md
+
+.PHONY: test-faults
+test-faults: deps testbin ## Fault suite under load (replica, leader and Northbound kills, split brain; ~10 min); prints its report table.
+	@rm -f $(FAULTS_REPORT)
+	SHARDNET_FAULTS=1 SHARDNET_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test -race -count=1 -timeout=40m ./test/faults/; \
+		status=$$?; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status
+
 BENCH_PODS    ?= 5000
 BENCH_OUT     ?= bench/out
 BENCH_FLAGS   ?=
