@@ -141,11 +141,16 @@ func (r *Subnets) Get(name string) (*ipam.Subnet, error) {
 func (r *Subnets) HasFree(name string) bool {
 	r.mu.RLock()
 	e := r.entries[name]
+	var usage []ipam.FamilyUsage
+	if e != nil {
+		// Refresh replaces usage under the write lock: read it under ours.
+		usage = e.usage
+	}
 	r.mu.RUnlock()
 	if e == nil || e.subnet == nil {
 		return false
 	}
-	for _, u := range e.usage {
+	for _, u := range usage {
 		if u.Available == 0 {
 			return false
 		}

@@ -212,9 +212,10 @@ func waitQuiet(ctx context.Context, t *testing.T, e *env, timeout time.Duration)
 	start := time.Now()
 	var last []violations
 	var at time.Time
-	for {
-		s, err := readSnapshot(ctx, e.kube, e.view, false)
-		if err == nil {
+	var err error
+	for range int(timeout/(2*time.Second)) + 1 {
+		var s *snapshot
+		if s, err = readSnapshot(ctx, e.kube, e.view, false); err == nil {
 			last, at = checkAll(s), s.at
 			if total(last) == 0 {
 				t.Logf("quiet after %v", time.Since(start).Round(time.Millisecond))
@@ -223,14 +224,17 @@ func waitQuiet(ctx context.Context, t *testing.T, e *env, timeout time.Duration)
 		}
 		select {
 		case <-ctx.Done():
-			if last == nil {
-				t.Fatalf("no snapshot read within %v: %v", timeout, err)
-			}
-			t.Logf("not quiet after %v", timeout)
-			return last, at
 		case <-time.After(2 * time.Second):
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
+	if last == nil {
+		t.Fatalf("no snapshot read within %v: %v", timeout, err)
+	}
+	t.Logf("not quiet after %v", time.Since(start).Round(time.Millisecond))
+	return last, at
 }
 
 // killFollower: SIGKILL of a replica that is not the leader, restarted

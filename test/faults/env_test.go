@@ -393,14 +393,15 @@ func (e *env) checkProcesses() int {
 }
 
 // waitFor polls check every interval until it passes, the timeout passes
-// or ctx ends; the last two fail the test.
+// (in time, or in polls: timeout/interval of them) or ctx ends; the last
+// three fail the test.
 func waitFor(t *testing.T, ctx context.Context, what string, timeout, interval time.Duration, check func() error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for {
-		err := check()
-		if err == nil {
+	var err error
+	for range int(timeout/interval) + 1 {
+		if err = check(); err == nil {
 			return
 		}
 		select {
@@ -409,6 +410,7 @@ func waitFor(t *testing.T, ctx context.Context, what string, timeout, interval t
 		case <-time.After(interval):
 		}
 	}
+	t.Fatalf("%s: not within %v: %v", what, timeout, err)
 }
 
 // prefixOf parses a subnet's CIDR.

@@ -256,7 +256,7 @@ func (l *load) run(ctx context.Context) {
 }
 
 func (l *load) drainBorn() {
-	for {
+	for range cap(l.born) {
 		select {
 		case p := <-l.born:
 			if p.uid == "" {
@@ -406,12 +406,12 @@ func (l *load) recreate(ctx context.Context, p *podRec) {
 	}
 	l.deletes.Add(1)
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		_, err := l.e.kube.Client.CoreV1().Pods(p.ns).Get(ctx, p.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			break
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if i >= 300 || time.Now().After(deadline) || ctx.Err() != nil {
 			l.failf("re-creating %s: the old pod is still there after 30s (%v)", p.key(), err)
 			return
 		}

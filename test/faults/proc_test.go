@@ -86,7 +86,7 @@ func contProcess(t *testing.T, pid int) {
 		t.Fatalf("SIGCONT pid %d: %v", pid, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		st, err := procState(pid)
 		if err != nil {
 			t.Fatalf("pid %d: %v", pid, err)
@@ -94,7 +94,7 @@ func contProcess(t *testing.T, pid int) {
 		if st != "T" && st != "t" {
 			return
 		}
-		if time.Now().After(deadline) {
+		if i >= 5000 || time.Now().After(deadline) {
 			t.Fatalf("pid %d still stopped 10s after SIGCONT", pid)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -104,7 +104,7 @@ func contProcess(t *testing.T, pid int) {
 func waitState(t *testing.T, pid int, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		st, err := procState(pid)
 		if err != nil {
 			t.Fatalf("pid %d: %v", pid, err)
@@ -112,7 +112,7 @@ func waitState(t *testing.T, pid int, want string) {
 		if st == want {
 			return
 		}
-		if time.Now().After(deadline) {
+		if i >= 5000 || time.Now().After(deadline) {
 			t.Fatalf("pid %d: state %s, want %s after 10s", pid, st, want)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -140,26 +140,26 @@ func killNB(t *testing.T, nb *harness.NB) {
 		t.Fatalf("SIGKILL ovsdb-server (pid %d): %v", pid, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		// The harness reaps it; until then it is a zombie.
 		st, err := procState(pid)
 		if err != nil || st == "Z" || st == "X" {
 			break
 		}
-		if time.Now().After(deadline) {
+		if i >= 5000 || time.Now().After(deadline) {
 			t.Fatalf("ovsdb-server (pid %d) still running 10s after SIGKILL (state %s)", pid, st)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	port := nbPort(t, nb)
 	deadline = time.Now().Add(10 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
 		if err != nil {
 			return
 		}
 		c.Close()
-		if time.Now().After(deadline) {
+		if i >= 5000 || time.Now().After(deadline) {
 			t.Fatalf("port %d still accepts 10s after ovsdb-server was killed", port)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -218,7 +218,7 @@ func restartNB(t *testing.T, nb *harness.NB) {
 		}
 	})
 	deadline := time.Now().Add(15 * time.Second)
-	for {
+	for i := 0; ; i++ {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(filepath.Join(nb.Dir, "nb-restarted.log"))
@@ -230,7 +230,7 @@ func restartNB(t *testing.T, nb *harness.NB) {
 			c.Close()
 			return
 		}
-		if time.Now().After(deadline) {
+		if i >= 5000 || time.Now().After(deadline) {
 			t.Fatalf("restarted ovsdb-server not listening on %d after 15s: %v", port, errors.Unwrap(err))
 		}
 		time.Sleep(10 * time.Millisecond)
