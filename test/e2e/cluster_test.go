@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -70,16 +72,23 @@ func (c *cluster) options(identity string) app.Options {
 
 func (c *cluster) startReplica(identity string) {
 	c.t.Helper()
+	c.startReplicaWith(c.options(identity), c.kube.Config)
+}
+
+// startReplicaWith runs an in-process replica with opts, talking to the
+// API server as rc (a ServiceAccount's token, to run under its RBAC).
+func (c *cluster) startReplicaWith(opts app.Options, rc *rest.Config) {
+	c.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := app.NewReplica(ctx, c.options(identity), c.kube.Config, prometheus.NewRegistry())
+	r, err := app.NewReplica(ctx, opts, rc, prometheus.NewRegistry())
 	if err != nil {
 		cancel()
-		c.t.Fatalf("replica %s: %v", identity, err)
+		c.t.Fatalf("replica %s: %v", opts.Identity, err)
 	}
 	rr := &runningReplica{r: r, cancel: cancel, done: make(chan error, 1)}
 	go func() { rr.done <- r.Run(ctx) }()
 	c.mu.Lock()
-	c.replicas[identity] = rr
+	c.replicas[opts.Identity] = rr
 	c.mu.Unlock()
 }
 

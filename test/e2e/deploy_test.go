@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +30,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
-	"github.com/shardnet/shardnet/cmd/shardnet/app"
 	"github.com/shardnet/shardnet/test/harness"
 )
 
@@ -290,17 +288,7 @@ func TestDeployManifests(t *testing.T) {
 	for _, id := range []string{"shardnet-0", "shardnet-1", "shardnet-2"} {
 		opts := c.options(id)
 		opts.Namespace = coordinationNS
-		ctx, cancel := context.WithCancel(context.Background())
-		r, err := app.NewReplica(ctx, opts, saConfig, prometheus.NewRegistry())
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		rr := &runningReplica{r: r, cancel: cancel, done: make(chan error, 1)}
-		go func() { rr.done <- r.Run(ctx) }()
-		c.mu.Lock()
-		c.replicas[id] = rr
-		c.mu.Unlock()
+		c.startReplicaWith(opts, saConfig)
 	}
 	c.createPods("rbac", "pod", node.Name, 500)
 	pods := c.waitRouted(ctx, "rbac", 500)

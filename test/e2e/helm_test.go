@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -1007,17 +1006,7 @@ func TestHelmChartRoutesPods(t *testing.T) {
 		id := fmt.Sprintf("%s-%d", sts.GetName(), i)
 		opts := c.options(id)
 		opts.Namespace, opts.Shards = ns, shards
-		rctx, stop := context.WithCancel(context.Background())
-		r, err := app.NewReplica(rctx, opts, saConfig, prometheus.NewRegistry())
-		if err != nil {
-			stop()
-			t.Fatal(err)
-		}
-		rr := &runningReplica{r: r, cancel: stop, done: make(chan error, 1)}
-		go func() { rr.done <- r.Run(rctx) }()
-		c.mu.Lock()
-		c.replicas[id] = rr
-		c.mu.Unlock()
+		c.startReplicaWith(opts, saConfig)
 	}
 	const pods = 6
 	c.createPods("helm", "pod", node.Name, pods)
