@@ -108,6 +108,11 @@ type Config struct {
 	// ShutdownTimeout bounds the handoff when Run's context ends. Default
 	// LeaseDuration.
 	ShutdownTimeout time.Duration
+	// ExitOnLoss makes Run return shard.ErrMembershipLost once a lost
+	// membership stopped every shard, rather than rejoining with caches
+	// that may have missed changes meanwhile (shard.Config.ExitOnLoss).
+	// The caller builds a new Controller to start afresh.
+	ExitOnLoss bool
 	// Queue tunes the per-shard queues.
 	Queue QueueOptions
 	// NewReconciler makes the per-shard reconcilers; required.

@@ -113,6 +113,7 @@ func New(cfg Config) (*Controller, error) {
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Holder:          (*holder)(c),
 		OnLeading:       cfg.OnLeading,
+		ExitOnLoss:      cfg.ExitOnLoss,
 	})
 	if err != nil {
 		return nil, err
@@ -125,7 +126,9 @@ func (c *Controller) Informers() *Informers { return c.informers }
 
 // Run starts the informers, waits for them, joins the shard membership and
 // runs until ctx ends; then it hands its shards over (see
-// shard.Coordinator.Run) and returns nil. Run may be called once.
+// shard.Coordinator.Run) and returns nil. With Config.ExitOnLoss it returns
+// shard.ErrMembershipLost after losing its membership. Run may be called
+// once.
 func (c *Controller) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("controller: Run called twice")

@@ -83,9 +83,20 @@ type Config struct {
 	// promptly; work that lasts the term belongs in a goroutine that
 	// watches the context.
 	OnLeading func(ctx context.Context)
+	// ExitOnLoss makes Run return ErrMembershipLost once a lost membership
+	// (no renewal within RenewDeadline) has stopped every shard, instead of
+	// rejoining when renewals succeed again. Set it when the Holder acts on
+	// caches that may have missed changes while the replica was cut off (a
+	// paused process resumes with a cache from before the pause): the caller
+	// then starts afresh, with new caches, under a new incarnation.
+	ExitOnLoss bool
 	// Clock is for tests. Default the real clock.
 	Clock clock.WithTicker
 }
+
+// ErrMembershipLost is returned by Run, with Config.ExitOnLoss, after the
+// replica lost its membership and stopped every shard.
+var ErrMembershipLost = errors.New("shard membership lost")
 
 func (c *Config) validate() error {
 	if c.Name == "" {
@@ -368,7 +379,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.electLoop(electCtx)
 	}()
 
-	c.loop(ctx, runCtx)
+	lost := c.loop(ctx, runCtx)
 
 	// Acknowledge the last releases before the Lease goes: the leader then
 	// sees an empty held set and lets the new owners start without waiting
@@ -395,13 +406,19 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Delete(delCtx, c.memberName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Deleting member lease; it will expire instead")
 	}
+	if lost {
+		logger.Info("Shard member stopped after losing its membership")
+		return ErrMembershipLost
+	}
 	logger.Info("Shard member stopped")
 	return nil
 }
 
 // loop is the run loop: it reacts to table and lease changes, results of
-// shard goroutines and timers, and exits once the graceful shutdown is over.
-func (c *Coordinator) loop(ctx, runCtx context.Context) {
+// shard goroutines and timers, and exits once the graceful shutdown is over
+// or, with ExitOnLoss, once a lost membership stopped every shard (then it
+// returns true).
+func (c *Coordinator) loop(ctx, runCtx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	holdings := map[int]*holding{}
 	retryAt := map[int]time.Time{}
@@ -450,6 +467,11 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) {
 				h.cancel()
 			}
 		}
+		if fenced && c.cfg.ExitOnLoss && done != nil && len(holdings) == 0 {
+			logger.Info("Every shard stopped after the membership was lost: leaving to start afresh")
+			c.updateReport(holdings)
+			return true
+		}
 		if fenced && !c.lost.Load() && len(holdings) == 0 {
 			// Rejoined. The cached table may predate the leader's reaction to
 			// the expiry: read it live before acting on it again.
@@ -480,7 +502,7 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) {
 		}
 		if done == nil {
 			if len(holdings) == 0 && !c.awaited() {
-				return
+				return false
 			}
 			if !now.Before(shutdownBy) {
 				logger.Error(nil, "Shutdown timeout: abandoning the shards not handed over yet", "held", len(holdings))
@@ -493,7 +515,7 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) {
 					c.onResult(ctx, holdings, retryAt, <-c.results)
 				}
 				c.updateReport(holdings)
-				return
+				return false
 			}
 			if shutdownBy.Before(wake) {
 				wake = shutdownBy

@@ -18,7 +18,7 @@ const maxConflictsLogged = 20
 // nbPorts lists the Northbound ports for adoption; it fails while the
 // Northbound cache is not ready, so that no pass takes a partial table
 // for the whole.
-func (r *Replica) nbPorts() ([]ovn.PortAddress, error) {
+func (r *incarnation) nbPorts() ([]ovn.PortAddress, error) {
 	if err := r.nb.Ready(); err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (r *Replica) nbPorts() ([]ovn.PortAddress, error) {
 // Vips, Northbound ports, whoever wrote them) in its subnet's allocator
 // (docs/contract.md §15). The pods' own shard owners then claim their
 // addresses as adoption; the statusLoop reports that progress.
-func (r *Replica) adopt(ctx context.Context) error {
+func (r *incarnation) adopt(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
 	if err := r.nb.WaitReady(ctx); err != nil {
@@ -60,7 +60,7 @@ func (r *Replica) adopt(ctx context.Context) error {
 
 // reportAdoption exports one adoption pass and logs what changed: the
 // addresses still to claim while adoption runs, and each conflict once.
-func (r *Replica) reportAdoption(ctx context.Context, st reconcile.AdoptStats) {
+func (r *incarnation) reportAdoption(ctx context.Context, st reconcile.AdoptStats) {
 	r.adoptMu.Lock()
 	defer r.adoptMu.Unlock()
 	r.adoption.Set(st.Held, st.Pending, len(st.Conflicts))

@@ -31,11 +31,11 @@ import (
 	"github.com/shardnet/shardnet/shard"
 )
 
-// Replica is one shardnet controller replica: the sharded runtime with the
-// pod reconciler on every owned shard, and, while it leads, the subnet
-// reconciler and the status writer. Tests and the demo run several in one
-// process.
-type Replica struct {
+// incarnation is one run of a replica: the sharded runtime with the pod
+// reconciler on every owned shard, and, while it leads, the subnet
+// reconciler and the status writer, over caches and a Northbound connection
+// of its own. A Replica starts a new one after losing its membership.
+type incarnation struct {
 	opts    Options
 	kube    kubernetes.Interface
 	sn      versioned.Interface
@@ -59,9 +59,9 @@ type Replica struct {
 	conflictsLogged map[string]bool
 }
 
-// NewReplica builds a replica from validated options. rc, when not nil,
-// replaces --kubeconfig; reg receives every metric.
-func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer) (*Replica, error) {
+// newIncarnation builds a run of the replica from validated options. rc,
+// when not nil, replaces --kubeconfig; reg receives every metric.
+func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer) (*incarnation, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		// would cap it far below what the API server takes.
 		rc.QPS, rc.Burst = 2000, 4000
 	}
-	r := &Replica{opts: opts}
+	r := &incarnation{opts: opts}
 	var err error
 	if r.kube, err = kubernetes.NewForConfig(rc); err != nil {
 		return nil, err
@@ -127,6 +127,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 		NewReconciler:   r.newShard,
 		OnLeading:       r.onLeading,
 		BeforeJoin:      r.adopt,
+		ExitOnLoss:      true,
 		Setup: func(inf *controller.Informers) error {
 			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards)
 			if err != nil {
@@ -171,7 +172,7 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 // NetworkAttachmentDefinition namespace/name; the shard owner of each
 // reconciles it (others drop the key). A cheap substring match: a false
 // positive costs one no-op reconcile.
-func (r *Replica) enqueueNADUsers(_, name string) {
+func (r *incarnation) enqueueNADUsers(_, name string) {
 	pods, err := r.caches.Pods.List(labels.Everything())
 	if err != nil {
 		return
@@ -184,7 +185,7 @@ func (r *Replica) enqueueNADUsers(_, name string) {
 	}
 }
 
-func (r *Replica) cachesSynced() error {
+func (r *incarnation) cachesSynced() error {
 	if r.caches == nil || !r.caches.Synced() {
 		return errors.New("caches not synced")
 	}
@@ -193,7 +194,7 @@ func (r *Replica) cachesSynced() error {
 
 // watchSubnets feeds the leader's subnet queue: Subnet events, and every
 // subnet when a node comes (its port groups) or goes.
-func (r *Replica) watchSubnets(inf *controller.Informers) error {
+func (r *incarnation) watchSubnets(inf *controller.Informers) error {
 	add := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			r.subnetQ.Add(key)
@@ -209,15 +210,16 @@ func (r *Replica) watchSubnets(inf *controller.Informers) error {
 	return err
 }
 
-func (r *Replica) enqueueSubnets() {
+func (r *incarnation) enqueueSubnets() {
 	for _, s := range r.caches.Subnets() {
 		r.subnetQ.Add(s.Name)
 	}
 }
 
-// Run runs the replica until ctx ends, then hands its shards over and
-// returns. It returns early with an error only if the runtime fails.
-func (r *Replica) Run(ctx context.Context) error {
+// run runs this incarnation until ctx ends, then hands its shards over and
+// returns. It returns early with an error if the runtime fails, and with
+// shard.ErrMembershipLost once a lost membership stopped every shard.
+func (r *incarnation) run(ctx context.Context) error {
 	defer r.nb.Close()
 	defer r.events.Shutdown()
 	loops, stopLoops := context.WithCancel(ctx)
@@ -233,21 +235,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	return err
 }
 
-// Ready reports whether the replica can take work.
-func (r *Replica) Ready() bool { return r.ctrl.Ready() }
-
-// Healthy is the liveness check.
-func (r *Replica) Healthy() error { return r.ctrl.Healthy() }
-
-// IsLeader reports whether this replica leads.
-func (r *Replica) IsLeader() bool { return r.ctrl.IsLeader() }
-
-// Owned is the shards this replica runs, with their epochs.
-func (r *Replica) Owned() map[int]uint64 { return r.ctrl.Owned() }
-
 // onLeading starts a leadership term: the new leader re-runs every
 // subnet, and the leader metric follows the term.
-func (r *Replica) onLeading(ctx context.Context) {
+func (r *incarnation) onLeading(ctx context.Context) {
 	klog.FromContext(ctx).Info("Leading: reconciling every subnet")
 	r.met.SetLeader(true)
 	r.enqueueSubnets()
@@ -260,7 +250,7 @@ func (r *Replica) onLeading(ctx context.Context) {
 // statusLoop exports this replica's IPAM usage every StatusInterval (each
 // replica sees every claim) and, while it leads, writes the subnet
 // counters.
-func (r *Replica) statusLoop(ctx context.Context) {
+func (r *incarnation) statusLoop(ctx context.Context) {
 	tick := time.NewTicker(r.opts.StatusInterval)
 	defer tick.Stop()
 	var repaired uint64
@@ -289,7 +279,7 @@ func (r *Replica) statusLoop(ctx context.Context) {
 // subnetWorker runs the subnet reconciler for queued subnets while this
 // replica leads; keys that arrive while it does not lead are dropped (the
 // next leader re-runs every subnet).
-func (r *Replica) subnetWorker(ctx context.Context) {
+func (r *incarnation) subnetWorker(ctx context.Context) {
 	for {
 		name, quit := r.subnetQ.Get()
 		if quit {
@@ -317,7 +307,7 @@ func (r *Replica) subnetWorker(ctx context.Context) {
 }
 
 // gcLoop hands orphaned keys of owned shards to their queues.
-func (r *Replica) gcLoop(ctx context.Context) {
+func (r *incarnation) gcLoop(ctx context.Context) {
 	tick := time.NewTicker(r.opts.GCInterval)
 	defer tick.Stop()
 	for {
@@ -348,14 +338,14 @@ func (r *Replica) gcLoop(ctx context.Context) {
 }
 
 // newShard makes the reconciler of one shard term.
-func (r *Replica) newShard(sc controller.ShardContext) (controller.Reconciler, error) {
+func (r *incarnation) newShard(sc controller.ShardContext) (controller.Reconciler, error) {
 	return &shardReconciler{r: r, shard: sc.Shard, epoch: sc.Epoch, queue: sc.Queue}, nil
 }
 
 // shardReconciler is the pod reconciler bound to one shard term: its
 // Northbound writes go through a batcher fenced by the term's epoch.
 type shardReconciler struct {
-	r     *Replica
+	r     *incarnation
 	shard int
 	epoch uint64
 	// batcher is set by OnAcquire, before any Reconcile, and closed by

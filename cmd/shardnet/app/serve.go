@@ -127,8 +127,7 @@ func (s *Server) abort(err error) error {
 	for _, l := range s.listeners {
 		_ = l.Close()
 	}
-	s.replica.nb.Close()
-	s.replica.events.Shutdown()
+	s.replica.close()
 	return err
 }
 
