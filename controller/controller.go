@@ -203,6 +203,10 @@ func (c *Controller) Healthy() error {
 // IsLeader reports whether this replica writes the shard assignment.
 func (c *Controller) IsLeader() bool { return c.coord.IsLeader() }
 
+// LeaderTerm is the leadership term for the leader's own writes, or an
+// error when this replica may not make them now (shard.Coordinator).
+func (c *Controller) LeaderTerm() (uint64, error) { return c.coord.LeaderTerm() }
+
 // Owned returns the shards running on this replica with their epochs.
 func (c *Controller) Owned() map[int]uint64 { return c.coord.Owned() }
 

@@ -46,6 +46,12 @@ type StaleEpochError struct {
 }
 
 func (e *StaleEpochError) Error() string {
+	if e.Shard == LeaderShard {
+		if e.Recorded != 0 {
+			return fmt.Sprintf("ovn: leader term %d is stale (recorded %d)", e.Epoch, e.Recorded)
+		}
+		return fmt.Sprintf("ovn: leader term %d is stale", e.Epoch)
+	}
 	if e.Recorded != 0 {
 		return fmt.Sprintf("ovn: shard %d epoch %d is stale (recorded %d)", e.Shard, e.Epoch, e.Recorded)
 	}

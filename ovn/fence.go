@@ -21,8 +21,49 @@ type Fence struct {
 	Epoch uint64
 }
 
-// EpochKey is the NB_Global external_ids key holding a shard's epoch.
-func EpochKey(shard int) string { return "shardnet-epoch-" + strconv.Itoa(shard) }
+// LeaderShard is the shard number of the leader's own writes (switches,
+// router ports, port groups of the subnet reconciler): its epoch is the
+// leadership term, recorded by the leader with TakeOver(LeaderShard, term)
+// when its term starts, so that a deposed leader's writes fail as a lost
+// shard's do.
+const LeaderShard = -1
+
+// EpochKey is the NB_Global external_ids key holding a shard's epoch
+// ("shardnet-leader-term" for LeaderShard).
+func EpochKey(shard int) string {
+	if shard == LeaderShard {
+		return "shardnet-leader-term"
+	}
+	return "shardnet-epoch-" + strconv.Itoa(shard)
+}
+
+// TransactFenced sends ops in one transaction that commits only while f
+// holds: a *StaleEpochError when another owner recorded a newer epoch (or
+// the cache has no NB_Global row yet), otherwise as Transact.
+func (c *Client) TransactFenced(ctx context.Context, f Fence, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	w, err := c.fenceOp(f)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]ovsdb.Operation{w}, ops...)
+	res, err := c.rawTransact(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) > 0 && res[0].Error != "" {
+		return nil, &StaleEpochError{Shard: f.Shard, Epoch: f.Epoch}
+	}
+	if errs, err := ovsdb.CheckOperationResults(res, all); err != nil {
+		if len(errs) > 0 {
+			err = errs[0]
+		}
+		return res[1:], fmt.Errorf("ovn: transaction: %s: %w", describeOpErrors(res[1:], ops), err)
+	}
+	return res[1:], nil
+}
 
 // Epoch returns the epoch recorded for shard, as the cache has it.
 func (c *Client) Epoch(shard int) (uint64, bool) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -794,5 +795,56 @@ func TestLeaveNodePortGroups(t *testing.T) {
 	// A subnet without legacy groups costs no read: one op.
 	if n := len(c.LeaveNodePortGroups("ovn-default-2", port)); n != 1 {
 		t.Errorf("leave ops for a subnet without legacy groups: %d, want 1", n)
+	}
+}
+
+// TestLeaderTermFencesTransactions: the leader's own writes carry its term;
+// once a newer term is recorded, a deposed leader's transaction changes
+// nothing and fails with ErrStaleEpoch, and shard epochs are untouched.
+func TestLeaderTermFencesTransactions(t *testing.T) {
+	c := connect(t, []string{harness.StartNB(t).Endpoint}, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.TakeOver(ctx, 3, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.TakeOver(ctx, LeaderShard, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "term 1 in cache", func() bool { e, _ := c.Epoch(LeaderShard); return e == 1 })
+	sw := func(name string) []ovsdb.Operation {
+		ops, _, _, err := c.EnsureSwitch(SwitchSpec{Name: name, CIDRs: []string{"10.16.0.0/16"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ops
+	}
+	if _, err := c.TransactFenced(ctx, Fence{Shard: LeaderShard, Epoch: 1}, sw("by-term-1")...); err != nil {
+		t.Fatalf("current term: %v", err)
+	}
+	if err := c.TakeOver(ctx, LeaderShard, 2); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "term 2 in cache", func() bool { e, _ := c.Epoch(LeaderShard); return e == 2 })
+	_, err := c.TransactFenced(ctx, Fence{Shard: LeaderShard, Epoch: 1}, sw("by-deposed")...)
+	var se *StaleEpochError
+	if !errors.As(err, &se) || !errors.Is(err, ErrStaleEpoch) || se.Shard != LeaderShard || se.Epoch != 1 {
+		t.Fatalf("deposed leader's write: %v, want a StaleEpochError for the leader term 1", err)
+	}
+	if !strings.Contains(err.Error(), "leader term 1") {
+		t.Errorf("error %q does not name the leader term", err)
+	}
+	names := map[any]bool{}
+	for _, r := range selectRows(t, c, nbdb.LogicalSwitchTable, "name") {
+		names[r["name"]] = true
+	}
+	if !names["by-term-1"] || names["by-deposed"] {
+		t.Fatalf("switches %v: want by-term-1 and not by-deposed", names)
+	}
+	if e, _ := c.Epoch(3); e != 7 {
+		t.Errorf("shard 3 epoch %d after leader take-overs, want 7", e)
+	}
+	if err := c.TakeOver(ctx, LeaderShard, 1); !errors.Is(err, ErrStaleEpoch) {
+		t.Errorf("taking an older term: %v, want ErrStaleEpoch", err)
 	}
 }

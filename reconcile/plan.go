@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -522,6 +524,9 @@ func (pl *Planner) addressRequest(in PlanInput, np *NetworkPlan, owner v1alpha1.
 		}
 	}
 	if al, ok := in.Recent[np.Provider]; ok && al.Subnet == np.Subnet.Name {
+		if landed, ok := landedElsewhere(pod, np, owner, held, al); ok {
+			return landed
+		}
 		// This term made the claims a moment ago and the informer has not
 		// delivered them all: allocating again would leak them. Claims of
 		// the owner here that the allocation does not use were left by an
@@ -688,6 +693,43 @@ func annotatedAllocation(pod *corev1.Pod, provider, subnet string) (ipam.Allocat
 		al.MAC = m
 	}
 	return al, true
+}
+
+// landedElsewhere handles a pod annotated, by another writer, with other
+// addresses than this term's own recent allocation, all claimed by the
+// pod: an earlier owner of the shard allocated too, and its patch landed
+// after this term read the pod (a write in flight when that owner stopped).
+// The annotation that landed is what the pod uses, so it is kept and this
+// term's allocation goes, claims the cache has not shown yet included.
+func landedElsewhere(pod *corev1.Pod, np *NetworkPlan, owner v1alpha1.ClaimOwner, held []*v1alpha1.AddressClaim, recent ipam.Allocation) (AddressRequest, bool) {
+	prior, ok := annotatedAllocation(pod, np.Provider, np.Subnet.Name)
+	if !ok || prior.Addresses == recent.Addresses {
+		return AddressRequest{}, false
+	}
+	var mine, others []*v1alpha1.AddressClaim
+	for _, c := range held {
+		if a, ok := addrOf(c); ok && a.IsValid() && (a == prior.Addresses.V4 || a == prior.Addresses.V6) {
+			mine = append(mine, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	got, ok := allocationFromClaims(np.Subnet.Name, mine)
+	if !ok || got.Addresses != prior.Addresses {
+		// Not claimed by the pod: a user's edit, refused elsewhere.
+		return AddressRequest{}, false
+	}
+	np.Release = append(np.Release, others...)
+	for _, a := range recent.Addresses.List() {
+		if a == prior.Addresses.V4 || a == prior.Addresses.V6 || slices.ContainsFunc(others, func(c *v1alpha1.AddressClaim) bool { b, _ := addrOf(c); return b == a }) {
+			continue
+		}
+		np.Release = append(np.Release, &v1alpha1.AddressClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClaimName(np.Subnet.Name, a)},
+			Spec:       v1alpha1.AddressClaimSpec{Subnet: np.Subnet.Name, Address: a.String(), Owner: owner},
+		})
+	}
+	return AddressRequest{Source: FromClaims, Addresses: got.Addresses, MAC: got.MAC}, true
 }
 
 // addrOf parses one claim's address.

@@ -75,7 +75,17 @@ type SubnetConfig struct {
 	ClusterRouter string
 	// Metrics counts topology differences; nil counts nothing.
 	Metrics TopologyMetrics
+	// Term, when set, is the leadership term the reconciler writes under,
+	// asked for before every write: every Northbound transaction carries
+	// it as a fence (ovn.LeaderShard), and no Subnet is patched while it
+	// fails. An error wrapping ErrDeposed drops the work (the next leader
+	// re-runs every subnet); any other error retries it.
+	Term func() (uint64, error)
 }
+
+// ErrDeposed reports that this replica may no longer make the leader's
+// writes.
+var ErrDeposed = errors.New("not the leader any more")
 
 // SubnetReconciler runs on the leader only: it keeps each Subnet's logical
 // switch, its router port on the VPC router, and the per-node port groups
@@ -358,6 +368,9 @@ func (r *SubnetReconciler) finalize(ctx context.Context, s *kubeovnv1.Subnet) er
 // the rest (MTU, ACLs, kube-ovn's status fields), so every Subnet write
 // names only the fields it changes.
 func (r *SubnetReconciler) patchSubnet(ctx context.Context, s *kubeovnv1.Subnet, body map[string]any, subresources ...string) error {
+	if err := r.mayWrite(); err != nil {
+		return err
+	}
 	meta, _ := body["metadata"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
@@ -400,7 +413,27 @@ func (r *SubnetReconciler) transact(ctx context.Context, ops []ovsdb.Operation) 
 	if len(ops) == 0 {
 		return nil
 	}
-	_, err := r.cfg.NB.Transact(ctx, ops...)
+	if r.cfg.Term == nil {
+		_, err := r.cfg.NB.Transact(ctx, ops...)
+		return err
+	}
+	term, err := r.cfg.Term()
+	if err != nil {
+		return err
+	}
+	_, err = r.cfg.NB.TransactFenced(ctx, ovn.Fence{Shard: ovn.LeaderShard, Epoch: term}, ops...)
+	if errors.Is(err, ovn.ErrStaleEpoch) {
+		return fmt.Errorf("%w: %w", ErrDeposed, err)
+	}
+	return err
+}
+
+// mayWrite is the leader check before a Subnet patch.
+func (r *SubnetReconciler) mayWrite() error {
+	if r.cfg.Term == nil {
+		return nil
+	}
+	_, err := r.cfg.Term()
 	return err
 }
 

@@ -368,6 +368,12 @@ func (t *Term) allocate(ctx context.Context, pod *corev1.Pod, plan *Plan, np *Ne
 			t.remember(plan.Key, plan.Owner, np.Provider, al)
 		}
 		if err := checkStaticMatches(np.Request, al); err != nil {
+			if a.Source == FromRecent {
+				// The annotation may be an earlier owner's allocation that
+				// landed after this term's read, whose claims the cache
+				// has not shown yet (landedElsewhere): wait for them.
+				return fmt.Errorf("%w; waiting for the claims of the annotated addresses", err)
+			}
 			t.warn(pod, ReasonAddress, err)
 			return queue.Permanent(err)
 		}

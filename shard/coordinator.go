@@ -83,12 +83,15 @@ type Config struct {
 	// promptly; work that lasts the term belongs in a goroutine that
 	// watches the context.
 	OnLeading func(ctx context.Context)
-	// ExitOnLoss makes Run return ErrMembershipLost once a lost membership
-	// (no renewal within RenewDeadline) has stopped every shard, instead of
-	// rejoining when renewals succeed again. Set it when the Holder acts on
-	// caches that may have missed changes while the replica was cut off (a
-	// paused process resumes with a cache from before the pause): the caller
-	// then starts afresh, with new caches, under a new incarnation.
+	// ExitOnLoss makes Run return ErrMembershipLost when a replica whose
+	// membership was lost (no renewal within RenewDeadline; every shard
+	// stopped) renews again and finds that a shard it held has moved
+	// meanwhile (its epoch in the table changed), instead of rejoining. Set
+	// it when the Holder acts on caches that may have missed what the other
+	// owner wrote (a paused process resumes with caches from before the
+	// pause): the caller then starts afresh, with new caches, under a new
+	// incarnation. A loss short enough that no shard moved rejoins in
+	// place, as without ExitOnLoss: nobody else wrote for those shards.
 	ExitOnLoss bool
 	// Clock is for tests. Default the real clock.
 	Clock clock.WithTicker
@@ -183,6 +186,8 @@ type Coordinator struct {
 
 	// leading is true between OnStartedLeading and the end of that term.
 	leading atomic.Bool
+	// term is the current leadership term (LeaderTerm), 0 when unknown.
+	term atomic.Uint64
 	// elector is the current election attempt, for IsLeader.
 	elector atomic.Pointer[leaderelection.LeaderElector]
 
@@ -280,6 +285,32 @@ func (c *Coordinator) IsLeader() bool {
 	le := c.elector.Load()
 	return c.leading.Load() && le != nil && le.IsLeader()
 }
+
+// LeaderTerm returns this replica's leadership term for the writes only
+// the leader makes, checked at the moment of the call: it fails unless the
+// replica leads and its member Lease was renewed within RenewDeadline. A
+// paused leader that resumes fails here before its first write, even
+// before its run loop noticed the pause. Terms grow with every leader
+// (the leader Lease's acquire time), so a store that records the newest
+// term (ovn.Client.TakeOver with ovn.LeaderShard) refuses a deposed
+// leader's writes even when this check passed just before a pause.
+func (c *Coordinator) LeaderTerm() (uint64, error) {
+	if !c.IsLeader() {
+		return 0, ErrNotLeader
+	}
+	if at := c.renewedAt.Load(); at == 0 || c.lost.Load() || c.clock.Now().Sub(time.Unix(0, at)) > c.cfg.RenewDeadline {
+		return 0, fmt.Errorf("%w: member lease not renewed within the renew deadline", ErrNotLeader)
+	}
+	t := c.term.Load()
+	if t == 0 {
+		return 0, fmt.Errorf("%w: leadership term unknown", ErrNotLeader)
+	}
+	return t, nil
+}
+
+// ErrNotLeader is returned by LeaderTerm when the replica may not make the
+// leader's writes.
+var ErrNotLeader = errors.New("not the current leader")
 
 // Owned returns the running shards and their epochs.
 func (c *Coordinator) Owned() map[int]uint64 {
@@ -428,6 +459,8 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) bool {
 	done := ctx.Done()
 	var shutdownBy time.Time
 	fenced := false
+	// lostEpochs are the shards held when the membership was lost.
+	var lostEpochs map[int]uint64
 	timer := c.clock.NewTimer(c.cfg.RetryPeriod)
 	defer timer.Stop()
 	for {
@@ -460,6 +493,10 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) bool {
 		}
 		if c.lost.Load() && !fenced {
 			fenced = true
+			lostEpochs = map[int]uint64{}
+			for sh, h := range holdings {
+				lostEpochs[sh] = h.epoch
+			}
 			logger.Error(nil, "Member lease not renewed within the renew deadline: abandoning all shards", "held", len(holdings))
 			for _, h := range holdings {
 				h.stopping = true
@@ -467,16 +504,15 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) bool {
 				h.cancel()
 			}
 		}
-		if fenced && c.cfg.ExitOnLoss && done != nil && len(holdings) == 0 {
-			logger.Info("Every shard stopped after the membership was lost: leaving to start afresh")
-			c.updateReport(holdings)
-			return true
-		}
 		if fenced && !c.lost.Load() && len(holdings) == 0 {
 			// Rejoined. The cached table may predate the leader's reaction to
 			// the expiry: read it live before acting on it again.
 			if err := c.refreshTable(runCtx); err != nil {
 				logger.Error(err, "Reading the assignment after rejoining")
+			} else if moved := c.movedSince(lostEpochs); c.cfg.ExitOnLoss && done != nil && len(moved) > 0 {
+				logger.Info("Member lease renewed again, but shards held before moved meanwhile: leaving to start afresh", "moved", moved)
+				c.updateReport(holdings)
+				return true
 			} else {
 				fenced = false
 				logger.Info("Member lease renewed again: rejoining")
@@ -523,6 +559,21 @@ func (c *Coordinator) loop(ctx, runCtx context.Context) bool {
 		}
 		resetTimer(timer, max(wake.Sub(now), time.Millisecond))
 	}
+}
+
+// movedSince returns the shards of held whose epoch in the current table
+// is another: another replica owned them meanwhile, or still does.
+func (c *Coordinator) movedSince(held map[int]uint64) []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var moved []int
+	for s, e := range held {
+		if c.table == nil || s >= len(c.table.Shards) || c.table.Shards[s].Epoch != e {
+			moved = append(moved, s)
+		}
+	}
+	slices.Sort(moved)
+	return moved
 }
 
 // resetTimer re-arms t, dropping a fire that was not consumed, so that one

@@ -34,7 +34,27 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 			Name:            c.leaderName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
-					logger.Info("Leading shard assignment")
+					// The term is the Lease's acquire time in microseconds:
+					// client-go sets it when an elector that did not hold
+					// the Lease takes it and keeps it while renewing, and a
+					// successor takes it at least a lease duration after
+					// the last renewal, so a later leader has a later term
+					// as long as clocks agree within a lease duration; unlike
+					// the transition count it does not start again when the
+					// Lease is re-created.
+					// (Read through the client: the elector's lock is not
+					// safe to share.)
+					l, err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Get(lctx, c.leaderName, metav1.GetOptions{})
+					switch {
+					case err != nil:
+						logger.Error(err, "Reading the leader Lease for the term; leading without one")
+						c.term.Store(0)
+					case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != c.cfg.Identity || l.Spec.AcquireTime == nil:
+						c.term.Store(0)
+					default:
+						c.term.Store(uint64(l.Spec.AcquireTime.UnixMicro()))
+					}
+					logger.Info("Leading shard assignment", "term", c.term.Load())
 					c.leading.Store(true)
 					c.wake()
 					if f := c.cfg.OnLeading; f != nil {
@@ -42,6 +62,7 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 					}
 					<-lctx.Done()
 					c.leading.Store(false)
+					c.term.Store(0)
 					c.wake()
 				},
 				OnStoppedLeading: func() {

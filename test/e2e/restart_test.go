@@ -32,10 +32,10 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // TestReplicaStartsAfreshAfterLosingMembership: a replica whose member
-// Lease cannot be renewed past the renew deadline stops its shards, and
-// instead of rejoining with the caches it had, starts afresh (new caches,
-// Northbound connection and member incarnation) once the API server
-// answers again. Pods deleted and created while it was cut off, some
+// Lease cannot be renewed past the renew deadline stops its shards; they
+// move to the other replica, and once the API server answers again the
+// cut-off replica, instead of rejoining with the caches it had, starts
+// afresh (new caches, Northbound connection and member incarnation). Pods deleted and created while it was cut off, some
 // re-created under a deleted pod's name, end with one port each, equal to
 // their annotations, no address twice, and nothing left of the deleted
 // ones.
@@ -69,16 +69,19 @@ func TestReplicaStartsAfreshAfterLosingMembership(t *testing.T) {
 	c.createPods(ns, "pod", node.Name, 200)
 	c.waitRouted(ctx, ns, 200)
 
+	// A loaded machine can delay a renewal past the deadline before the
+	// cut too: count from here.
+	before := victim.Restarts()
 	cut.Store(true)
-	waitFor(t, ctx, "the cut-off replica starts afresh", func() error {
-		if n := victim.Restarts(); n == 0 {
-			return errors.New("no restart yet")
+	waitFor(t, ctx, "the cut-off replica not ready, its shards elsewhere", func() error {
+		if victim.Ready() {
+			return errors.New("ready while it cannot reach the API server")
+		}
+		if len(victim.Owned()) != 0 {
+			return errors.New("still runs shards")
 		}
 		return nil
 	})
-	if victim.Ready() {
-		t.Error("the cut-off replica reports ready while it cannot reach the API server")
-	}
 	// While it is away, the other replica serves every shard: half the pods
 	// go, and come back under the same names with new addresses.
 	zero := int64(0)
@@ -112,7 +115,10 @@ func TestReplicaStartsAfreshAfterLosingMembership(t *testing.T) {
 	c.waitRouted(ctx, ns, 200)
 
 	cut.Store(false)
-	waitFor(t, ctx, "the replica rejoins with shards", func() error {
+	waitFor(t, ctx, "the replica starts afresh and rejoins with shards", func() error {
+		if victim.Restarts() == before {
+			return errors.New("no restart yet")
+		}
 		if len(victim.Owned()) == 0 {
 			return errors.New("owns no shard")
 		}
@@ -140,7 +146,7 @@ func TestReplicaStartsAfreshAfterLosingMembership(t *testing.T) {
 		}
 		return nil
 	})
-	if n := victim.Restarts(); n != 1 {
-		t.Errorf("the replica started afresh %d times, want once", n)
-	}
+	// More than one restart is possible on a loaded machine (a renewal
+	// late past the renew deadline); the invariants above hold either way.
+	t.Logf("the cut-off replica started afresh %d times", victim.Restarts())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +58,10 @@ type incarnation struct {
 	adoptMu         sync.Mutex
 	lastPending     int
 	conflictsLogged map[string]bool
+
+	// fencedTerm is the leadership term recorded in the Northbound by
+	// onLeading; the leader's writes wait for it (leaderTerm).
+	fencedTerm atomic.Uint64
 }
 
 // newIncarnation builds a run of the replica from validated options. rc,
@@ -157,6 +162,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	if r.subnets, err = reconcile.NewSubnetReconciler(reconcile.SubnetConfig{
 		NB: r.nb, Shardnet: r.sn, Subnets: c.SubnetLister, Nodes: c.Nodes, Claims: c.Claims,
 		Registry: c.Registry, Recorder: recorder, ClusterRouter: opts.ClusterRouter, Metrics: r.met,
+		Term: r.leaderTerm,
 	}); err != nil {
 		r.nb.Close()
 		return nil, err
@@ -238,13 +244,54 @@ func (r *incarnation) run(ctx context.Context) error {
 // onLeading starts a leadership term: the new leader re-runs every
 // subnet, and the leader metric follows the term.
 func (r *incarnation) onLeading(ctx context.Context) {
-	klog.FromContext(ctx).Info("Leading: reconciling every subnet")
+	logger := klog.FromContext(ctx)
 	r.met.SetLeader(true)
-	r.enqueueSubnets()
 	go func() {
+		defer r.met.SetLeader(false)
+		r.recordTerm(ctx, logger)
 		<-ctx.Done()
-		r.met.SetLeader(false)
 	}()
+}
+
+// recordTerm records this leadership term in the Northbound, which fences
+// off every earlier leader's switch, router port and port group writes,
+// then queues every subnet. It gives up when the term ends or a later
+// leader's term is recorded already.
+func (r *incarnation) recordTerm(ctx context.Context, logger klog.Logger) {
+	for ctx.Err() == nil {
+		term, err := r.ctrl.LeaderTerm()
+		if err == nil {
+			err = r.nb.TakeOver(ctx, ovn.LeaderShard, term)
+			if err == nil {
+				r.fencedTerm.Store(term)
+				logger.Info("Leading: reconciling every subnet", "term", term)
+				r.enqueueSubnets()
+				return
+			}
+			if errors.Is(err, ovn.ErrStaleEpoch) {
+				logger.Error(err, "A later leader's term is recorded in the Northbound: this replica was deposed (or the nodes' clocks differ by more than a lease duration); it makes no leader writes")
+				return
+			}
+		}
+		logger.Error(err, "Recording the leadership term; retrying", "after", r.opts.RetryPeriod)
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.opts.RetryPeriod):
+		}
+	}
+}
+
+// leaderTerm is the term the subnet reconciler writes under: this
+// replica's current term once recorded in the Northbound.
+func (r *incarnation) leaderTerm() (uint64, error) {
+	term, err := r.ctrl.LeaderTerm()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", reconcile.ErrDeposed, err)
+	}
+	if r.fencedTerm.Load() != term {
+		return 0, fmt.Errorf("leadership term %d not recorded in the Northbound yet", term)
+	}
+	return term, nil
 }
 
 // statusLoop exports this replica's IPAM usage every StatusInterval (each
@@ -293,7 +340,7 @@ func (r *incarnation) subnetWorker(ctx context.Context) {
 		err := r.subnets.Reconcile(ctx, name)
 		delay, retry := queue.RetryDelay(err)
 		switch {
-		case err == nil, queue.IsPermanent(err):
+		case err == nil, queue.IsPermanent(err), errors.Is(err, reconcile.ErrDeposed):
 			r.subnetQ.Forget(name)
 		case retry:
 			r.subnetQ.Forget(name)

@@ -22,16 +22,19 @@ import (
 //
 // A replica that loses its membership (no renewal of its member Lease
 // within the renew deadline: the API server was out of reach, or the
-// process was paused) stops every shard at once. It does not rejoin with
-// the caches it had: a paused process resumes with informer caches and an
-// address registry from before the pause, and acting on them could write a
-// port for a pod deleted meanwhile, or hand out an address another replica
-// gave away since. It starts afresh instead, as a new process would: new
-// informers listed from the API server, a new Northbound connection and
-// monitor, the adoption pass, then a new member incarnation. The process,
-// its endpoints and its process-wide metrics stay; the replica's own
-// metrics start again from zero, and shardnet_replica_restarts_total counts
-// the restarts.
+// process was paused) stops every shard at once. When it renews again and
+// a shard it held has moved meanwhile, it does not rejoin with the caches
+// it had: a paused process resumes with informer caches and an address
+// registry from before the pause, and acting on them could write a port
+// for a pod the other owner deleted, or hand out an address it gave away.
+// It starts afresh instead, as a new process would: new informers listed
+// from the API server, a new Northbound connection and monitor, the
+// adoption pass, then a new member incarnation. The process, its endpoints
+// and its process-wide metrics stay; the replica's own metrics start again
+// from zero, and shardnet_replica_restarts_total counts the restarts. A
+// loss too short for the leader to move anything (a renewal late by less
+// than the gap between renew deadline and lease duration) rejoins in
+// place: nobody else wrote for its shards.
 type Replica struct {
 	opts Options
 	rc   *rest.Config
