@@ -543,13 +543,12 @@ func TestE2E(t *testing.T) {
 			bound := (shards+n-1)/n + 2
 			took := since.Sub(trigger)
 			gap := c.handoffGaps(before, after, trigger)
+			// Timings are reported, not asserted: make test is not
+			// timing-sensitive (the bench measures handoffs).
 			report(t, "%s: moved %d shards (bound %d), all shards running %s after the change, longest handoff gap %s",
 				change, m, bound, took.Round(time.Millisecond), gap.Round(time.Millisecond))
 			if m > bound {
 				t.Errorf("%s moved %d shards, more than ceil(%d/%d)+2", change, m, shards, n)
-			}
-			if took >= 2*time.Second || gap >= 2*time.Second {
-				t.Errorf("%s: handoff took %s (gap %s), want < 2s", change, took, gap)
 			}
 			before = after
 		}
