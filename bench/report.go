@@ -48,6 +48,13 @@ func Markdown(r *Result) string {
 			s.Name, s.Replicas, s.Shards, s.Batching, s.PodsPerSecond, s.P50, s.P95, s.P99,
 			s.APIWritesPerPod, s.NBTransactionsPerPod, floats(s.PeakRSSMiB), floats(s.CPUSeconds))
 	}
+	if len(r.NBCeiling) > 0 {
+		fmt.Fprintf(&b, "\n## Northbound ceiling\n\nPort inserts into a Northbound of its own, %d transactions in flight, measured in this run.\n\n", NBCeilingInFlight)
+		b.WriteString("| ports per transaction | ports | seconds | ports/s | transactions/s |\n|---|---|---|---|---|\n")
+		for _, c := range r.NBCeiling {
+			fmt.Fprintf(&b, "| %d | %d | %.2f | %.0f | %.0f |\n", c.Batch, c.Ports, c.Seconds, c.PortsPerSecond, c.TransactionsPerSecond)
+		}
+	}
 	b.WriteString("\n## Ratios\n\n")
 	// A ratio is reported only when both its scenarios ran.
 	ran := func(names ...string) bool {
@@ -72,6 +79,12 @@ func Markdown(r *Result) string {
 	}
 	if ran("shardnet-3") {
 		fmt.Fprintf(&b, "- shardnet (3 replicas) / kube-ovn's 20 pods/s: **%.1fx** (goal >= 15x)\n", r.Ratios.VsKubeOVN)
+	}
+	if three, ok := r.Scenario("shardnet-3"); ok && len(r.NBCeiling) > 0 {
+		best := bestNBCeiling(r.NBCeiling)
+		ports := three.PodsPerSecond * float64(1+three.Attachments)
+		fmt.Fprintf(&b, "- shardnet (3 replicas) Northbound ports / the Northbound's own ceiling: **%.3f** (%.0f ports/s in %.0f transactions/s; ceiling %.0f ports/s at batch %d)\n",
+			r.Ratios.NBPortsVsCeiling, ports, three.PodsPerSecond*three.NBTransactionsPerPod, best.PortsPerSecond, best.Batch)
 	}
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		fmt.Fprintf(&b, "- p99 create-to-routed at half the 3-replica rate (%.0f pods/s): **%.0f ms** (goal <= %d ms",

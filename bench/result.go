@@ -16,6 +16,9 @@ type Result struct {
 	Scenarios []Scenario `json:"scenarios"`
 	Ratios    Ratios     `json:"ratios"`
 	Micro     []Micro    `json:"micro,omitempty"`
+	// NBCeiling is the Northbound's own port insert rate by batch size,
+	// measured in the same run (measureNBCeiling).
+	NBCeiling []NBCeiling `json:"nbCeiling,omitempty"`
 	// Cluster is set when the run measured an existing cluster
 	// (Config.Kubeconfig) rather than servers of its own.
 	Cluster *ClusterRun `json:"cluster,omitempty"`
@@ -113,6 +116,10 @@ type Ratios struct {
 	// VsKubeOVN is the 3-replica throughput over 20 pods/s, the rate
 	// kube-ovn reaches under kwok.
 	VsKubeOVN float64 `json:"vsKubeOVN"`
+	// NBPortsVsCeiling is the 3-replica scenario's Northbound port rate
+	// (pods/s times networks per pod) over the best port rate of
+	// NBCeiling; 0 when either is missing.
+	NBPortsVsCeiling float64 `json:"nbPortsVsCeiling,omitempty"`
 	// HalfRateP99Ms is the p99 create-to-routed latency (ms) of the
 	// scenario paced at half the 3-replica rate; 0 when it did not run.
 	HalfRateP99Ms float64 `json:"halfRateP99ms,omitempty"`
@@ -182,6 +189,7 @@ func (r *Result) computeRatios() {
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		r.Ratios.HalfRateP99Ms = half.P99
 	}
+	r.Ratios.NBPortsVsCeiling = div(three.PodsPerSecond*float64(1+three.Attachments), bestNBCeiling(r.NBCeiling).PortsPerSecond)
 	if len(three.Restarts) > 0 {
 		r.Ratios.RestartSeconds = slices.Max(restartSeconds(three.Restarts))
 		r.Ratios.RestartVsRawReload = div(r.Ratios.RestartSeconds, three.RawReloadSeconds)

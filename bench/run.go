@@ -70,6 +70,10 @@ type Config struct {
 	// ReplicaMemoryLimit is the replicas' --memory-limit; the command's
 	// default is deploy/base's, empty leaves the replicas' own (auto).
 	ReplicaMemoryLimit string
+	// NBCeilingPorts is how many ports the Northbound ceiling inserts at
+	// each batch size (measureNBCeiling); 0 takes 2,000, a negative value
+	// skips it.
+	NBCeilingPorts int
 	// ReplicaArgs are more flags for every replica (-v=4, say).
 	ReplicaArgs []string
 	// Progress receives one line per step.
@@ -207,6 +211,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wanted := cfg.wanted
 	res := &Result{Started: time.Now(), Pods: cfg.Pods, IPRecords: cfg.IPRecords}
+	if cfg.NBCeilingPorts >= 0 {
+		n := cfg.NBCeilingPorts
+		if n == 0 {
+			n = 2000
+		}
+		fmt.Fprintf(cfg.Progress, "bench: Northbound ceiling: %d port inserts at batch sizes %v, %d transactions in flight ...\n", n, NBCeilingBatches, NBCeilingInFlight)
+		cs, err := measureNBCeiling(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("the Northbound ceiling: %w", err)
+		}
+		for _, c := range cs {
+			fmt.Fprintf(cfg.Progress, "bench: Northbound ceiling at batch %d: %.0f ports/s in %.0f transactions/s\n", c.Batch, c.PortsPerSecond, c.TransactionsPerSecond)
+		}
+		res.NBCeiling = cs
+	}
 	measure := func(sp spec) error {
 		announce(cfg, sp)
 		sc, err := runScenario(ctx, cfg, sp)

@@ -48,6 +48,7 @@ func run(args []string) int {
 	keep := fs.Bool("keep", false, "with -kubeconfig: leave the run's namespaces, pods and kwok nodes in place")
 	subnet := fs.String("subnet", "", "with -kubeconfig: the subnet the pods of "+bench.InstalledScenario+" ask for (empty: the cluster's default subnet)")
 	progressEvery := fs.Duration("progress-interval", 2*time.Second, "interval of the progress lines (pods created, allocated, routed, rate, elapsed) written to stderr during every scenario; 0 turns them off")
+	nbCeiling := fs.Int("nb-ceiling-ports", 2000, "ports the Northbound ceiling inserts at each batch size (1, 10, 100, 1000) before the scenarios; 0 skips it")
 	check := fs.String("check", "", "check this result.json against -thresholds instead of running")
 	thresholds := fs.String("thresholds", "bench/thresholds.json", "committed lower bounds of the ratios")
 	if err := fs.Parse(args); err != nil {
@@ -96,8 +97,8 @@ func run(args []string) int {
 		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
 		ProgressLines: os.Stderr, ProgressInterval: *progressEvery,
 		Scenarios: only, HalfRate: *halfRate, Restarts: *restarts, Profiles: *profiles, ReplicaMemoryLimit: *memLimit,
-		ReplicaArgs: strings.Fields(*replicaArgs),
-		Kubeconfig:  *kubeconfig, Keep: *keep, Subnet: *subnet,
+		ReplicaArgs: strings.Fields(*replicaArgs), NBCeilingPorts: nbCeilingPorts(*nbCeiling),
+		Kubeconfig: *kubeconfig, Keep: *keep, Subnet: *subnet,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "shardnet-bench: %v\n", err)
@@ -143,4 +144,13 @@ func runCheck(resultPath, thresholdsPath string) int {
 	}
 	fmt.Println("bench-check: ratios within the committed thresholds")
 	return 0
+}
+
+// nbCeilingPorts maps the flag (0: skip) to bench.Config's (negative:
+// skip).
+func nbCeilingPorts(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
