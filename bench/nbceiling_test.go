@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -41,5 +43,40 @@ func TestNBCeiling(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// TestStageLatencies: bucket counts scraped before and after a scenario
+// give each stage's count and quantiles, in a pod's order, and the report
+// shows them.
+func TestStageLatencies(t *testing.T) {
+	text := func(ipam1, ipam2, queue float64) string {
+		return fmt.Sprintf(`# HELP shardnet_reconcile_stage_seconds x
+shardnet_reconcile_stage_seconds_bucket{stage="ipam",le="0.001"} %v
+shardnet_reconcile_stage_seconds_bucket{stage="ipam",le="0.002"} %v
+shardnet_reconcile_stage_seconds_bucket{stage="ipam",le="+Inf"} %v
+workqueue_queue_duration_seconds_bucket{name="pods",shard="3",le="0.01"} %v
+workqueue_queue_duration_seconds_bucket{name="pods",shard="3",le="+Inf"} %v
+workqueue_queue_duration_seconds_bucket{name="other",shard="3",le="+Inf"} 1000
+`, ipam1, ipam2, ipam2, queue, queue)
+	}
+	before, after := buckets{}, buckets{}
+	parseStageBuckets(bufio.NewScanner(strings.NewReader(text(10, 10, 5))), before)
+	parseStageBuckets(bufio.NewScanner(strings.NewReader(text(60, 110, 105))), after)
+	got := stageLatencies(before, after)
+	if len(got) != 2 || got[0].Stage != QueueStage || got[1].Stage != "ipam" {
+		t.Fatalf("stages %+v, want queue then ipam", got)
+	}
+	ipam := got[1]
+	// 100 new: 50 at or below 1 ms, 50 in (1, 2] ms.
+	if ipam.Count != 100 || math.Abs(ipam.P50-1) > 1e-9 || math.Abs(ipam.P99-1.98) > 1e-9 {
+		t.Errorf("ipam %+v, want 100 observations, p50 1 ms, p99 1.98 ms", ipam)
+	}
+	if q := got[0]; q.Count != 100 || q.P99 > 10 {
+		t.Errorf("queue %+v, want 100 observations at most 10 ms (the other queue left out)", q)
+	}
+	md := Markdown(&Result{Scenarios: []Scenario{{Name: "shardnet-3", Stages: got}}})
+	if !strings.Contains(md, "## Where a pod's time goes: shardnet-3") || !strings.Contains(md, "| ipam | 100 | 1.0 | 2.0 |") {
+		t.Errorf("report:\n%s", md)
 	}
 }

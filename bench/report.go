@@ -48,6 +48,16 @@ func Markdown(r *Result) string {
 			s.Name, s.Replicas, s.Shards, s.Batching, s.PodsPerSecond, s.P50, s.P95, s.P99,
 			s.APIWritesPerPod, s.NBTransactionsPerPod, floats(s.PeakRSSMiB), floats(s.CPUSeconds))
 	}
+	for _, sc := range r.Scenarios {
+		if len(sc.Stages) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Where a pod's time goes: %s\n\nCreate to annotated: p50 %.0f ms, p99 %.0f ms. Stages of the replicas' reconciles over the scenario (queue wait from decade buckets, the others from 0.25 ms x 1.5 buckets; estimates within a bucket):\n\n", sc.Name, sc.P50, sc.P99)
+		b.WriteString("| stage | count | p50 ms | p99 ms |\n|---|---|---|---|\n")
+		for _, st := range sc.Stages {
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %.1f |\n", st.Stage, st.Count, st.P50, st.P99)
+		}
+	}
 	if len(r.NBCeiling) > 0 {
 		fmt.Fprintf(&b, "\n## Northbound ceiling\n\nPort inserts into a Northbound of its own, %d transactions in flight, measured in this run.\n\n", NBCeilingInFlight)
 		b.WriteString("| ports per transaction | ports | seconds | ports/s | transactions/s |\n|---|---|---|---|---|\n")

@@ -68,6 +68,11 @@ type Scenario struct {
 	// Timeline is the count of annotated pods every 250ms from the first
 	// create.
 	Timeline []int `json:"timeline"`
+	// Stages break the replicas' part of create-to-annotated into its
+	// stages (queue wait, resolve, ipam, nb, ip record, patch), from their
+	// histograms over the scenario; what the stages leave of the latency
+	// is the informer and watch delays and the retries.
+	Stages []StageLatency `json:"stages,omitempty"`
 	// Latencies are every pod's create-to-annotated time, sorted, in ms.
 	Latencies []float64 `json:"latenciesMs"`
 	// Restarts are the restarts of every replica after the pods were

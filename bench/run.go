@@ -239,6 +239,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod\n",
 				sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
 		}
+		if len(sc.Stages) > 0 {
+			var parts []string
+			for _, st := range sc.Stages {
+				parts = append(parts, fmt.Sprintf("%s %.1f/%.1f", st.Stage, st.P50, st.P99))
+			}
+			fmt.Fprintf(cfg.Progress, "bench: %s: stages p50/p99 ms: %s\n", sp.name, strings.Join(parts, ", "))
+		}
 		if sc.RawReloadSeconds > 0 {
 			fmt.Fprintf(cfg.Progress, "bench: %s: ceiling of a restart, %d plain clients loading pods, claims and IP records: %.1fs\n",
 				sp.name, sp.replicas, sc.RawReloadSeconds)
@@ -435,12 +442,13 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			return sc, err
 		}
 	}
-	before := scrapeAll(procs)
+	before, stagesBefore := scrapeAll(procs), scrapeStages(procs)
 	tmpl := podTemplate{namespace: benchNS, nodes: nodes, annotations: podAnnotations}
 	if err := drive(ctx, cfg, sp, kube.Client, tmpl, obs, &sc); err != nil {
 		return sc, err
 	}
 	after := scrapeAll(procs)
+	sc.Stages = stageLatencies(stagesBefore, scrapeStages(procs))
 	if sp.raw {
 		sc.APIWritesPerPod = rawWritesPerPod(cfg.IPRecords, sp.networks())
 	} else {

@@ -33,11 +33,14 @@ type Metrics struct {
 	kubeOVN *kubeOVNSubnets
 	// shards is the configured number of shards (shards.go).
 	shards prometheus.Gauge
+	// stages is the time of each reconcile stage (reconcile.Stages).
+	stages *prometheus.HistogramVec
 }
 
 var (
-	_ ovn.Metrics       = (*Metrics)(nil)
-	_ reconcile.Metrics = (*Metrics)(nil)
+	_ ovn.Metrics            = (*Metrics)(nil)
+	_ reconcile.Metrics      = (*Metrics)(nil)
+	_ reconcile.StageMetrics = (*Metrics)(nil)
 )
 
 // New creates the collectors and registers them with reg.
@@ -88,9 +91,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shardnet_leader", Help: "1 while this replica is the leader.",
 		}),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shardnet_reconcile_stage_seconds",
+			Help: "Time of one stage of a pod reconcile: resolve, ipam (addresses and claims), nb (the Northbound transaction carrying the pod's ops), ip record, patch.",
+			// Finer than latency below 10 ms, where most stages end.
+			Buckets: prometheus.ExponentialBuckets(0.00025, 1.5, 30), // 0.25ms .. ~32s
+		}, []string{"stage"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconciles, m.annotated, m.batchRequests, m.batchOps,
-		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.ipamRepairs, m.leader} {
+		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.ipamRepairs, m.leader, m.stages} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -120,6 +129,11 @@ func (m *Metrics) Reconciled(phase, result string, d time.Duration) {
 
 // Annotated implements reconcile.Metrics.
 func (m *Metrics) Annotated(d time.Duration) { m.annotated.Observe(d.Seconds()) }
+
+// Stage implements reconcile.StageMetrics.
+func (m *Metrics) Stage(stage string, d time.Duration) {
+	m.stages.WithLabelValues(stage).Observe(d.Seconds())
+}
 
 // ObserveTransaction implements ovn.Metrics.
 func (m *Metrics) ObserveTransaction(_ int, requests, ops int, latency time.Duration, outcome ovn.Outcome) {

@@ -61,6 +61,8 @@ type slice struct {
 	// term is the single shard term the slice's pod worker runs.
 	term    *Term
 	subnets *SubnetReconciler
+	// stages counts the reconcile stages the pod reconciler reported.
+	stages *stageCounts
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	// broadcaster is shut down after the workers that record events.
@@ -73,7 +75,7 @@ func startSlice(t *testing.T) *slice {
 	kube.StartKwok(t)
 	nbServer := harness.StartNB(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &slice{t: t, kube: kube, cancel: cancel}
+	s := &slice{t: t, kube: kube, cancel: cancel, stages: &stageCounts{n: map[string]int{}}}
 	t.Cleanup(s.stop)
 
 	// Every slice serves attachments as a cluster with multus does.
@@ -116,7 +118,7 @@ func startSlice(t *testing.T) *slice {
 		Writes: ClientWrites{Kube: kube.Client, Shardnet: kube.Shardnet}, NB: nb,
 		Pods: caches.Pods, StatefulSets: caches.StatefulSets, IPs: caches.IPs,
 		ClaimIndex: caches.ClaimIndex(), Catalog: caches, Subnets: caches.Registry, Claims: caches.Allocator,
-		Recorder: recorder, IPRecords: true, NADs: nads,
+		Recorder: recorder, IPRecords: true, NADs: nads, Metrics: s.stages,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ type patchedVersion struct {
 // cure as plain errors or queue.RetryAfter.
 func (t *Term) Reconcile(ctx context.Context, key string) error {
 	start := t.p.cfg.Now()
-	ctx, span := startReconcile(ctx, t.shard, key)
+	ctx, span := startReconcile(withStageMetrics(ctx, t.p.cfg.Metrics), t.shard, key)
 	phase, err := t.reconcile(ctx, key)
 	result := "ok"
 	switch {
@@ -265,7 +265,7 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string,
 	}
 
 	if len(ops) > 0 {
-		if _, err := t.w.Submit(ctx, ops...); err != nil {
+		if err := timed(ctx, StageNB, func(ctx context.Context) error { _, err := t.w.Submit(ctx, ops...); return err }); err != nil {
 			for _, d := range served {
 				if d.w.Port != nil {
 					t.written.Delete(d.w.Port.Name)

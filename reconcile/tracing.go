@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -47,13 +48,55 @@ func endReconcile(span trace.Span, phase, result string, err error) {
 	span.End()
 }
 
+// StageNB is the stage name of the wait for the Northbound transaction
+// that carries the pod's ops (the batcher's "nb batch wait" span).
+const StageNB = "nb"
+
+// Stages are the stage names StageMetrics receives, in the order of a
+// pod's allocation.
+var Stages = []string{stageResolve, stageIPAM, StageNB, stageIPRecord, stagePatch}
+
+// StageMetrics, when the pod reconciler's Metrics implement it, receives
+// the duration of every reconcile stage (Stages), traced or not: the
+// breakdown of a pod's time that the bench reports.
+type StageMetrics interface {
+	Stage(stage string, d time.Duration)
+}
+
+type stageMetricsKey struct{}
+
+// withStageMetrics makes inStage report to m, when m is a StageMetrics.
+func withStageMetrics(ctx context.Context, m any) context.Context {
+	if sm, ok := m.(StageMetrics); ok {
+		return context.WithValue(ctx, stageMetricsKey{}, sm)
+	}
+	return ctx
+}
+
 // inStage runs f in the child span of one reconcile stage.
 func inStage(ctx context.Context, name string, f func(context.Context) error) error {
+	start := time.Now()
 	ctx, span := tracer.Start(ctx, name)
 	defer span.End()
 	err := f(ctx)
 	failed(span, err)
+	observeStage(ctx, name, start)
 	return err
+}
+
+// timed runs f as a stage that has a span of its own elsewhere (the
+// batcher's wait span, for StageNB): only its duration is reported.
+func timed(ctx context.Context, name string, f func(context.Context) error) error {
+	start := time.Now()
+	err := f(ctx)
+	observeStage(ctx, name, start)
+	return err
+}
+
+func observeStage(ctx context.Context, name string, start time.Time) {
+	if sm, ok := ctx.Value(stageMetricsKey{}).(StageMetrics); ok {
+		sm.Stage(name, time.Since(start))
+	}
 }
 
 func failed(span trace.Span, err error) {

@@ -115,6 +115,12 @@ func TestPodReconcileSpans(t *testing.T) {
 			t.Errorf("%q span [%v, %v] is outside its parent [%v, %v]", name, c.StartTime, c.EndTime, root.StartTime, root.EndTime)
 		}
 	}
+	// The same stages reach the metrics, traced or not.
+	for _, stage := range Stages {
+		if s.stages.count(stage) == 0 {
+			t.Errorf("stage %q never reported to the metrics", stage)
+		}
+	}
 	wait, ok := children["nb batch wait"]
 	if !ok {
 		t.FailNow()
@@ -143,4 +149,23 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// stageCounts is pod reconciler Metrics that counts the stages reported.
+type stageCounts struct {
+	NopMetrics
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *stageCounts) Stage(stage string, _ time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[stage]++
+}
+
+func (c *stageCounts) count(stage string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[stage]
 }
