@@ -48,6 +48,9 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 	if !ok {
 		t.Fatalf("the leader did not add %s", pg)
 	}
+	if ids := got.ExternalIDs; ids["np"] != "kovn/node2" || ids["subnet"] != "kovn" || ids["node"] != "node2" {
+		t.Errorf("node port group %s external ids %v, want subnet, node and np as kube-ovn writes them", pg, ids)
+	}
 
 	// A later leader records its term; the port group goes meanwhile.
 	if err := f.nb.TakeOver(ctx, ovn.LeaderShard, 11); err != nil {

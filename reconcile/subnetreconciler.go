@@ -271,7 +271,9 @@ func (r *SubnetReconciler) ensureNodeGroups(ctx context.Context, s *kubeovnv1.Su
 	)
 	for _, n := range nodes {
 		pg := NodePortGroupName(s.Name, n.Name)
-		gops, _, d, err := r.cfg.NB.EnsurePortGroup(pg, map[string]string{ovn.ExternalIDSubnet: s.Name, "node": n.Name})
+		// The external ids of kube-ovn's own node groups since v1.14:
+		// subnet and node, and np=<subnet>/<node> as older versions had it.
+		gops, _, d, err := r.cfg.NB.EnsurePortGroup(pg, map[string]string{ovn.ExternalIDSubnet: s.Name, "node": n.Name, "np": s.Name + "/" + n.Name})
 		if err != nil {
 			return nil, fmt.Errorf("building port group %s: %w", pg, err)
 		}
