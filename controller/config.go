@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -131,6 +132,12 @@ type Config struct {
 	// event handlers (for example: a namespace change enqueues its pods
 	// through Controller.Enqueue) or request more informers.
 	Setup func(*Informers) error
+	// PodKey, if set, is the queue key of a pod, from which its shard is
+	// computed (shard.Of); nil means "namespace/name". It must depend only
+	// on the pod's own fields, so that every replica, and every event of
+	// the pod, derives the same key. The pod path sets it so that all
+	// launcher pods of one KubeVirt VM share the VM's key.
+	PodKey func(*corev1.Pod) string
 	// ReadyChecks are extra conditions for Ready (a Northbound connection,
 	// say).
 	ReadyChecks []func() error

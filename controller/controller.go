@@ -80,6 +80,7 @@ func New(cfg Config) (*Controller, error) {
 	if c.informers, err = newInformers(kube, crds, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
+	c.informers.keyOf = cfg.PodKey
 	if cfg.Registerer != nil {
 		if c.queueMet, err = queue.NewMetrics(cfg.Registerer); err != nil {
 			return nil, err
@@ -145,10 +146,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.informers.Kube.Shutdown()
 		c.informers.CRDs.Shutdown()
 		c.informers.NADs.Shutdown()
+		c.informers.VMs.Shutdown()
 	}()
 	c.informers.Kube.Start(infCtx.Done())
 	c.informers.CRDs.Start(infCtx.Done())
 	c.informers.NADs.Start(infCtx)
+	c.informers.VMs.Start(infCtx)
 	for typ, ok := range c.informers.Kube.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
@@ -164,6 +167,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	// without multus it is synced at once.
 	if !cache.WaitForCacheSync(ctx.Done(), c.informers.NADs.HasSynced) {
 		return fmt.Errorf("waiting for the NetworkAttachmentDefinition cache: %w", context.Cause(ctx))
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.informers.VMs.HasSynced) {
+		return fmt.Errorf("waiting for the KubeVirt cache: %w", context.Cause(ctx))
 	}
 	if c.cfg.BeforeJoin != nil {
 		logger.Info("Caches synced; preparing before joining the shard membership")
@@ -228,7 +234,7 @@ func (c *Controller) Enqueue(key string) bool {
 // enqueueFresh is enqueueObj for a pod that appeared: its key's earlier
 // failures are forgotten.
 func (c *Controller) enqueueFresh(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	key, err := c.informers.PodKey(obj)
 	if err != nil {
 		runtime.HandleError(fmt.Errorf("pod event without a key: %w", err))
 		return
@@ -243,7 +249,7 @@ func (c *Controller) enqueueFresh(obj any) {
 }
 
 func (c *Controller) enqueueObj(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	key, err := c.informers.PodKey(obj)
 	if err != nil {
 		runtime.HandleError(fmt.Errorf("pod event without a key: %w", err))
 		return

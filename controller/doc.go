@@ -33,9 +33,11 @@
 // shard be acknowledged to the next owner.
 //
 // Guarantees:
-//   - every pod event is routed by shard.Of to the queue of its shard, and
-//     dropped unless this replica runs that shard; Enqueue does the same for
-//     keys a caller derives from other objects;
+//   - every pod event is routed by shard.Of of its key ("namespace/name",
+//     or Config.PodKey's, which gives the launcher pods of one KubeVirt VM
+//     the VM's key) to the queue of its shard, and dropped unless this
+//     replica runs that shard; seeding queues each key once; Enqueue does
+//     the same for keys a caller derives from other objects (a VM's);
 //   - a key is never reconciled by two workers of a replica at once, and,
 //     through the handoff protocol, not by two replicas holding valid terms;
 //   - OnAcquire runs before the first Reconcile of a term, OnRelease after

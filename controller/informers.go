@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
+	"github.com/shardnet/shardnet/kubevirt"
 	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
 )
@@ -41,19 +42,26 @@ type Informers struct {
 	// once and their informer starts if the CRD appears later. Register
 	// OnChange handlers in Config.Setup, before Run.
 	NADs *netattach.NADs
+	// VMs are KubeVirt VirtualMachines and VirtualMachineInstances,
+	// started and waited for like NADs: on a cluster without KubeVirt
+	// they count as synced at once.
+	VMs *kubevirt.Cache
 
 	shards int
+	// keyOf is the queue key of a pod (Config.PodKey).
+	keyOf func(*corev1.Pod) string
 }
 
 func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
 	inf := &Informers{shards: shards}
 	inf.NADs = netattach.New(disc, dyn, resync, logger.WithName("nads"))
+	inf.VMs = kubevirt.New(disc, dyn, resync, logger.WithName("kubevirt"))
 	inf.Kube = informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(TrimPod))
 	inf.CRDs = externalversions.NewSharedInformerFactoryWithOptions(crds, resync, externalversions.WithTransform(dropManagedFields))
 	pods := inf.Kube.Core().V1().Pods()
 	inf.Pods = pods.Informer()
 	if err := inf.Pods.AddIndexers(cache.Indexers{ShardIndex: func(obj any) ([]string, error) {
-		key, err := cache.MetaNamespaceKeyFunc(obj)
+		key, err := inf.PodKey(obj)
 		if err != nil {
 			return nil, err
 		}
@@ -64,9 +72,39 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 	return inf, nil
 }
 
-// PodKeys returns the keys of the cached pods of one shard.
+// PodKeys returns the queue keys of the cached pods of one shard, each
+// once (the launcher pods of one VM share a key, see Config.PodKey).
 func (inf *Informers) PodKeys(s int) ([]string, error) {
-	return inf.Pods.GetIndexer().IndexKeys(ShardIndex, strconv.Itoa(s))
+	if inf.keyOf == nil {
+		return inf.Pods.GetIndexer().IndexKeys(ShardIndex, strconv.Itoa(s))
+	}
+	objs, err := inf.Pods.GetIndexer().ByIndex(ShardIndex, strconv.Itoa(s))
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(objs))
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if k, err := inf.PodKey(o); err == nil && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// PodKey is the queue key of a pod object (or of its tombstone): its
+// "namespace/name", or what Config.PodKey makes of it.
+func (inf *Informers) PodKey(obj any) (string, error) {
+	if inf.keyOf != nil {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			return inf.keyOf(p), nil
+		}
+	}
+	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 }
 
 // Shards is S.

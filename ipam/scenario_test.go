@@ -4,12 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/shardnet/shardnet/internal/golden"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shardnet/shardnet/internal/golden"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 )

@@ -21,6 +21,7 @@ import (
 	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
 )
@@ -77,6 +78,9 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 	c.ClaimInformer = claims.Informer()
 	if err := c.ClaimInformer.AddIndexers(ClaimIndexers()); err != nil {
 		return nil, fmt.Errorf("adding the claim index: %w", err)
+	}
+	if err := c.PodInformer.AddIndexers(VMPodIndexers()); err != nil {
+		return nil, fmt.Errorf("adding the VM launcher pod index: %w", err)
 	}
 	c.Claims = claims.Lister()
 
@@ -249,8 +253,9 @@ func sortAddrs(a []netip.Addr) { slices.SortFunc(a, func(x, y netip.Addr) int { 
 
 // HoldSource returns what Subnets.Adopt reads: every Subnet, pod, IP
 // record and Vip in the caches and the Northbound ports ports lists
-// (which fails while the Northbound cache is not ready).
-func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() time.Time) func() (HoldInputs, error) {
+// (which fails while the Northbound cache is not ready). vmOwner, when
+// not nil, resolves the VM of a launcher pod (HoldVMOwner).
+func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() time.Time, vmOwner func(*corev1.Pod) (v1alpha1.ClaimOwner, bool)) func() (HoldInputs, error) {
 	return func() (HoldInputs, error) {
 		if !c.Synced() {
 			return HoldInputs{}, errors.New("caches not synced")
@@ -259,7 +264,7 @@ func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() 
 		if err != nil {
 			return HoldInputs{}, fmt.Errorf("reading the Northbound ports: %w", err)
 		}
-		in := HoldInputs{Subnets: c.Subnets(), Ports: pts, Now: now()}
+		in := HoldInputs{Subnets: c.Subnets(), Ports: pts, Now: now(), VMOwner: vmOwner}
 		if in.Pods, err = c.Pods.List(labels.Everything()); err != nil {
 			return HoldInputs{}, err
 		}

@@ -70,14 +70,14 @@ func TestPodSliceCases(t *testing.T) {
 		}
 		// The pod as created: what a reconcile sees when a status update
 		// from before the patch is delivered after it.
-		phase, err := s.term.ensure(ctx, key, created)
+		phase, err := s.term.ensure(ctx, key, created, nil)
 		if err != nil || phase != "noop" {
 			t.Fatalf("reconcile of the pre-patch version: phase %q, err %v; want noop (nothing redone)", phase, err)
 		}
 		// Without the record the same stale pod redoes the routed phase
 		// and the patch: the check above is what kept them out.
 		s.term.patched.Delete(key)
-		phase, err = s.term.ensure(ctx, key, created)
+		phase, err = s.term.ensure(ctx, key, created, nil)
 		if err != nil || phase != "route" {
 			t.Fatalf("control: reconcile of the pre-patch version without the record: phase %q, err %v; want route", phase, err)
 		}

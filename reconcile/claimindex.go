@@ -9,15 +9,16 @@ import (
 )
 
 // ClaimsByPodIndex is the AddressClaim informer index from a pod key
-// ("namespace/name") to the claims held for that pod: by the pod itself, or
-// retained for it as a StatefulSet pod.
+// ("namespace/name") to the claims held for that pod: by the pod itself,
+// retained for it as a StatefulSet pod, or held by a KubeVirt VM, whose
+// key is "namespace/<vm>".
 const ClaimsByPodIndex = "shardnet-pod"
 
-// ClaimPodKey is the pod key a claim is held for, or "" for owners that
-// are not pods (VMs, Vips).
+// ClaimPodKey is the pod (or VM) key a claim is held for, or "" for
+// owners that are neither (Vips).
 func ClaimPodKey(c *v1alpha1.AddressClaim) string {
 	switch c.Spec.Owner.Kind {
-	case v1alpha1.OwnerPod, v1alpha1.OwnerStatefulSetPod:
+	case v1alpha1.OwnerPod, v1alpha1.OwnerStatefulSetPod, v1alpha1.OwnerVM:
 		return c.Spec.Owner.Namespace + "/" + c.Spec.Owner.Name
 	}
 	return ""

@@ -45,4 +45,14 @@
 // SubnetReconciler (leader only) ensures each subnet's switch, router port
 // and node port groups, and keeps the subnet status counters from the
 // registry of claims (Subnets).
+//
+// # Vips
+//
+// VipReconciler (leader only) reserves each Vip's address with claims of
+// owner kind Vip and records it on the Vip as kube-ovn does. A pod whose
+// ovn.kubernetes.io/vip names a reserved Vip is planned FromVip: it takes
+// the Vip's address and MAC without claims of its own, after marking the
+// Vip taken (ovn.kubernetes.io/ip_reserved) under the Vip's
+// resourceVersion, so one Vip serves one pod. A deleted Vip keeps its
+// claims until no live pod uses its address (docs/decisions/0014-vips.md).
 package reconcile

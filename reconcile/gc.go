@@ -27,6 +27,9 @@ type GC struct {
 	// the Northbound.
 	portPods func() []string
 	grace    time.Duration
+	// vmsKnown, when set and true, lets the reconcile decide about VM
+	// keys (see CollectVMs); otherwise they are never candidates.
+	vmsKnown func() bool
 
 	// mu guards seen.
 	mu sync.Mutex
@@ -52,7 +55,9 @@ func (g *GC) Pass(now time.Time, owned func(key string) bool) []string {
 	}
 	// Keys of KubeVirt VMs: their port and IP record are named by the VM,
 	// never by a pod, and outlive every launcher pod (kube-ovn keeps them
-	// until the VM goes). The collector leaves them alone.
+	// until the VM goes). Unless the VM cache can tell whether the VM is
+	// there (CollectVMs), the collector leaves them alone; with it, the
+	// reconcile keeps them while the VM exists and releases them after.
 	vms := map[string]bool{}
 	if g.caches.IPs != nil {
 		ips, _ := g.caches.IPs.List(labels.Everything())
@@ -73,8 +78,14 @@ func (g *GC) Pass(now time.Time, owned func(key string) bool) []string {
 			candidates[k] = true
 		}
 	}
-	for k := range vms {
-		delete(candidates, k)
+	if g.vmsKnown == nil || !g.vmsKnown() {
+		for k := range vms {
+			delete(candidates, k)
+		}
+	} else {
+		for k := range vms {
+			candidates[k] = true
+		}
 	}
 
 	g.mu.Lock()
@@ -100,5 +111,5 @@ func (g *GC) Pass(now time.Time, owned func(key string) bool) []string {
 
 func (g *GC) hasPod(key string) bool {
 	_, exists, err := g.caches.PodInformer.GetIndexer().GetByKey(key)
-	return err != nil || exists
+	return err != nil || exists || g.hasLauncherPod(key)
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
 )
@@ -22,6 +23,11 @@ type HoldInputs struct {
 	Vips    []*kubeovnv1.Vip
 	Ports   []ovn.PortAddress
 	Now     time.Time
+	// VMOwner, when set, is the claim owner of a launcher pod whose
+	// addresses are kept by its VM (R13): what its annotations name, and
+	// the VM-named IP record and port, hold for the VM, so that the VM
+	// takes them and two launcher pods of one VM are not a conflict.
+	VMOwner func(*corev1.Pod) (v1alpha1.ClaimOwner, bool)
 }
 
 // HoldConflict is an address that more than one holder says is theirs.
@@ -135,12 +141,23 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 
 	// Live pods, and the owner key each stands for.
 	ownerOf := make(map[string]string, len(in.Pods))
+	// holderOf: the key a launcher pod's port and record are named by
+	// (the VM's), when it is not the pod's own.
+	holderOf := map[string]string{}
 	live := make([]*corev1.Pod, 0, len(in.Pods))
 	for _, p := range in.Pods {
 		if p.Spec.HostNetwork || !holdsAddresses(p, in.Now) {
 			continue
 		}
 		ownerOf[p.Namespace+"/"+p.Name] = ipam.OwnerKey(ClaimOwnerOf(p))
+		if in.VMOwner != nil {
+			if o, ok := in.VMOwner(p); ok {
+				vmKey := o.Namespace + "/" + o.Name
+				ownerOf[p.Namespace+"/"+p.Name] = ipam.OwnerKey(o)
+				ownerOf[vmKey] = ipam.OwnerKey(o)
+				holderOf[p.Namespace+"/"+p.Name] = vmKey
+			}
+		}
 		live = append(live, p)
 	}
 	// portPod: the pod key of the port that carries each address, to find
@@ -157,9 +174,12 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 		}
 	}
 
+	vipOwners := vipOwnersByAddr(in.Vips)
+	// vipUsed: the Vip owner of each address a Vip reserved and who uses
+	// it, whose IP record and port hold for the Vip as well.
+	vipUsed := vipUsesByAddr(in.Vips)
 	for _, p := range live {
 		key := p.Namespace + "/" + p.Name
-		owner := ownerOf[key]
 		source := "pod " + key
 		for _, provider := range annotatedProviders(p) {
 			ann := p.Annotations
@@ -169,8 +189,17 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 			}
 			mac, _ := ipam.ParseMAC(ann[Key(provider, KeyMACAddress)])
 			for _, a := range addrs.List() {
+				owner := ownerOf[key]
+				if o, ok := vipOwners[vipAddr{ann[DefaultKey(KeyVIP)], a}]; ok && provider == DefaultProvider {
+					// The pod was given a Vip's address: the Vip's claims
+					// hold it, not the pod's (D14).
+					u := vipUsed[a]
+					u.podOwner = owner
+					vipUsed[a] = u
+					owner = o
+				}
 				rank := rankPod
-				if portPod[a] == key {
+				if portPod[a] == key || (holderOf[key] != "" && portPod[a] == holderOf[key]) {
 					rank = rankPodWithPort
 				}
 				add(subnetOf(ann[Key(provider, KeyLogicalSwitch)], provider, a), a, claimant{
@@ -188,7 +217,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 				continue
 			}
 			add(subnetOf(v.Spec.Subnet, "", a.Unmap()), a.Unmap(), claimant{
-				hold: ipam.Hold{Source: "Vip " + v.Name, MAC: mac}, rank: rankVip, key: v.Name,
+				hold: ipam.Hold{Owner: ipam.OwnerKey(VipClaimOwner(v)), Source: "Vip " + v.Name, MAC: mac}, rank: rankVip, key: v.Name,
 			})
 		}
 	}
@@ -204,7 +233,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 			}
 		}
 		for _, a := range recordAddrs(ip) {
-			add(subnetOf(ip.Spec.Subnet, "", a), a, claimant{hold: h, rank: rankIPRecord, key: ip.Name})
+			add(subnetOf(ip.Spec.Subnet, "", a), a, claimant{hold: vipUsed.hold(h, a, ip.Name), rank: rankIPRecord, key: ip.Name})
 		}
 	}
 	for _, pt := range in.Ports {
@@ -223,7 +252,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 				continue
 			}
 			a = a.Unmap()
-			add(subnetOf(pt.Switch, "", a), a, claimant{hold: h, rank: rankPort, key: pt.Name})
+			add(subnetOf(pt.Switch, "", a), a, claimant{hold: vipUsed.hold(h, a, pt.Name), rank: rankPort, key: pt.Name})
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
 )
@@ -88,7 +89,7 @@ func TestCollectHolds(t *testing.T) {
 			"10.16.0.31": {Owner: owner(stsGone), Source: "pod ns/web-0"},
 			"10.16.0.20": {Name: "ns/gone", Source: "IP record gone.ns", MAC: mustMAC(t, "00:00:00:00:00:20")},
 			"10.16.0.21": {Name: "ns/orphan", Source: "port orphan.ns", MAC: mustMAC(t, "00:00:00:00:00:21")},
-			"10.16.0.40": {Source: "Vip vip1"},
+			"10.16.0.40": {Owner: ipam.OwnerKey(VipClaimOwner(in.Vips[0])), Source: "Vip vip1"}, // only the Vip may claim it (D14)
 		},
 		"attach": {
 			"172.17.0.9": {Owner: owner(running), Source: "pod ns/running", MAC: mustMAC(t, "00:00:00:00:00:09")},
@@ -152,4 +153,45 @@ func BenchmarkCollectHolds(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/pod")
+}
+
+// TestCollectHoldsVM: with addresses kept by VM, a launcher pod's
+// annotated address, the VM-named IP record and port hold for the VM (so
+// the VM's shard may claim them when taking over), and the source and
+// target launcher pods of a live migration, both annotated with it, are
+// one holder, not a conflict. Without the VM's owner resolved, they are
+// the pods' as before.
+func TestCollectHoldsVM(t *testing.T) {
+	subnets := []*kubeovnv1.Subnet{{ObjectMeta: metav1.ObjectMeta{Name: "ovn-default"}, Spec: kubeovnv1.SubnetSpec{CIDRBlock: "10.16.0.0/16", Provider: "ovn"}}}
+	launcher := func(name string, created int) *corev1.Pod {
+		p := holdPod(name, created, kubeOVNAnnotations("ovn", "ovn-default", "10.16.0.50", "00:00:00:00:00:50"))
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm1", UID: "vmi-uid"}}
+		return p
+	}
+	source, target := launcher("virt-launcher-vm1-aaaaa", 1), launcher("virt-launcher-vm1-bbbbb", 2)
+	vmOwner := v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerVM, Namespace: "ns", Name: "vm1", UID: "vm-uid"}
+	in := HoldInputs{
+		Subnets: subnets,
+		Pods:    []*corev1.Pod{source, target},
+		IPs: []*kubeovnv1.IP{{ObjectMeta: metav1.ObjectMeta{Name: "vm1.ns"}, Spec: kubeovnv1.IPSpec{
+			PodName: "vm1", Namespace: "ns", Subnet: "ovn-default", V4IPAddress: "10.16.0.50", PodType: "VirtualMachine"}}},
+		Ports: []ovn.PortAddress{{Name: "vm1.ns", Switch: "ovn-default", Pod: "ns/vm1", MAC: "00:00:00:00:00:50", IPs: []string{"10.16.0.50"}}},
+		Now:   time.Unix(100, 0),
+		VMOwner: func(p *corev1.Pod) (v1alpha1.ClaimOwner, bool) {
+			if vm, ok := VMOwner(p); ok && vm == "vm1" {
+				return vmOwner, true
+			}
+			return v1alpha1.ClaimOwner{}, false
+		},
+	}
+	holds, conflicts := CollectHolds(in)
+	got := holds["ovn-default"][netip.MustParseAddr("10.16.0.50")]
+	if got.Owner != ipam.OwnerKey(vmOwner) || len(conflicts) != 0 {
+		t.Fatalf("hold %+v, conflicts %+v: want the VM's owner and no conflict", got, conflicts)
+	}
+	in.VMOwner = nil
+	holds, conflicts = CollectHolds(in)
+	if got := holds["ovn-default"][netip.MustParseAddr("10.16.0.50")]; got.Owner != ipam.OwnerKey(ClaimOwnerOf(source)) || len(conflicts) != 1 {
+		t.Errorf("without the VM: hold %+v, conflicts %+v; want the older pod's, and the other as a conflict", got, conflicts)
+	}
 }

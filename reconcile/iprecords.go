@@ -17,6 +17,10 @@ import (
 // ensureIPRecord creates or updates a kubeovn.io IP record, reading the
 // current one from the informer.
 func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
+	if rec == nil {
+		// A shared VM launcher pod's network: the active pod writes it.
+		return nil
+	}
 	p := t.p
 	name, spec, labels := rec.Name, rec.Spec, rec.Labels
 	cur, err := p.cfg.IPs.Get(name)

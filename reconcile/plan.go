@@ -57,6 +57,9 @@ type Planner struct {
 	PodNICType string
 	// IPRecords makes every network keep a kubeovn.io IP record.
 	IPRecords bool
+	// Vips serves the Vips pods name with ovn.kubernetes.io/vip; nil
+	// serves none (every such pod then waits, E20).
+	Vips VipCatalog
 }
 
 // PlanInput is one pod's decision input beyond the View.
@@ -69,6 +72,9 @@ type PlanInput struct {
 	// though the informer may not have delivered them.
 	Recent map[string]ipam.Allocation
 	Now    time.Time
+	// VM is set for a KubeVirt launcher pod whose networks are kept by
+	// its VM (docs/contract.md R13): they are named by and owned by it.
+	VM *VMHolder
 }
 
 // Plan is a live pod's work: what to ensure on each network it asks for,
@@ -87,6 +93,10 @@ type Plan struct {
 	// longer asks for. Empty whenever any attachment could not be
 	// resolved: what it would have named is never released by mistake.
 	Unplug []*Unplug
+	// Waiting are providers a shared launcher pod may not take from the
+	// VM's active one (no allow_live_migration, R14, or nothing held yet):
+	// they are served once it is the active pod.
+	Waiting []string
 }
 
 // NetworkPlan is one network of a pod, decided up to the address: the
@@ -119,6 +129,8 @@ type NetworkPlan struct {
 	// IgnoredSwitch is a logical_switch edit that the plan did not follow
 	// because the network is already allocated elsewhere.
 	IgnoredSwitch string
+	// VM is the VM the network is kept by; nil for other pods.
+	VM *VMHolder
 }
 
 // AddressSource says where a network's addresses come from.
@@ -137,6 +149,9 @@ const (
 	FromList        AddressSource = "list"
 	FromPool        AddressSource = "pool"
 	FromDynamic     AddressSource = "dynamic"
+	// FromVip: the address and MAC a Vip reserved, held by the Vip's
+	// claims (docs/contract.md D14).
+	FromVip AddressSource = "vip"
 )
 
 // AddressRequest is the decided address request of one network.
@@ -152,6 +167,8 @@ type AddressRequest struct {
 	Ordinal int
 	// Pool names the IPPool of FromPool.
 	Pool string
+	// Vip names the Vip of FromVip.
+	Vip string
 }
 
 // NetworkFailure is a network that cannot be served now.
@@ -201,24 +218,39 @@ var ErrUnknownNAD = errors.New("NetworkAttachmentDefinition not found")
 // NetworkFailure in the plan, beside the networks that can.
 func (pl *Planner) Plan(in PlanInput) (*Plan, error) {
 	pod := in.Pod
-	key := pod.Namespace + "/" + pod.Name
+	key := pod.Namespace + "/" + in.holderName()
 	p := &Plan{Key: key, Owner: ClaimOwnerOf(pod)}
+	if in.VM != nil {
+		p.Owner = in.VM.Owner
+	}
 	nsObj, _ := pl.View.Namespace(pod.Namespace)
 
 	nets, unresolved := pl.networks(pod, p)
 	// One index lookup serves the held subnets and the unplugs.
 	ports := pl.View.PodPorts(key)
 	asked := map[string]bool{}
+	shared := in.VM != nil && in.VM.Shared
 	for _, n := range nets {
 		asked[n.provider] = true
+		if shared && !shareable(pod, n.provider) {
+			p.Waiting = append(p.Waiting, n.provider)
+			continue
+		}
 		np, fail := pl.network(in, nsObj, p.Owner, n, ports)
 		if fail != nil {
 			p.Failed = append(p.Failed, fail)
 			continue
 		}
+		if shared && np.Address.Source != FromClaims && np.Address.Source != FromRecent {
+			// Only what the VM already holds is shared; the active pod
+			// allocates.
+			p.Waiting = append(p.Waiting, n.provider)
+			continue
+		}
 		p.Networks = append(p.Networks, np)
 	}
-	if !unresolved {
+	if !unresolved && !shared {
+		// A shared launcher pod never unplugs: the active one decides.
 		p.Unplug = pl.unplugs(in, ports, asked)
 	}
 	return p, nil
@@ -337,11 +369,16 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 	if err != nil {
 		return nil, fail(ReasonInvalidAnnotation, err)
 	}
-	np := &NetworkPlan{Provider: w.provider, Kind: w.kind, Attachment: w.attachment, Request: req}
+	np := &NetworkPlan{Provider: w.provider, Kind: w.kind, Attachment: w.attachment, Request: req, VM: in.VM}
 
 	mine, others := claimsOfProvider(in.Claims, w.provider, owner)
+	if name := vipName(pod, w); name != "" && len(mine) == 0 {
+		// A network that holds claims of its own keeps them: a vip
+		// annotation added after allocation is ignored, as kube-ovn does.
+		return pl.vipNetwork(pod, in.holderName(), np, name, others)
+	}
 	allocated := pod.Annotations[Key(w.provider, KeyAllocated)] == "true"
-	if held := pl.heldSubnet(pod, w.provider, mine, ports, allocated); held != "" {
+	if held := pl.heldSubnet(pod, in.holderName(), w.provider, mine, ports, allocated); held != "" {
 		// An allocated network keeps its subnet (docs/contract.md S6):
 		// following a logical_switch edit would move a running pod.
 		s, ok := pl.View.Subnet(held)
@@ -367,10 +404,10 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 		return nil, fail(ReasonSubnet, err)
 	}
 	if w.kind == AttachmentOVN {
-		np.Port = PortName(pod.Name, pod.Namespace, w.provider)
+		np.Port = PortName(in.holderName(), pod.Namespace, w.provider)
 	}
 	if pl.IPRecords {
-		np.IPRecord = PortName(pod.Name, pod.Namespace, w.provider)
+		np.IPRecord = PortName(in.holderName(), pod.Namespace, w.provider)
 	}
 
 	// Claims of an earlier incarnation of this name, or of this one in a
@@ -426,14 +463,14 @@ func selectionRequest(req *Request, sel NetworkSelection, kind AttachmentKind) e
 // heldSubnet is the subnet an allocated network is on: the subnet of its
 // claims, else of its port, else of its annotation. Empty when the
 // network is not allocated on this incarnation.
-func (pl *Planner) heldSubnet(pod *corev1.Pod, provider string, mine []*v1alpha1.AddressClaim, ports []PortInfo, allocated bool) string {
+func (pl *Planner) heldSubnet(pod *corev1.Pod, holder, provider string, mine []*v1alpha1.AddressClaim, ports []PortInfo, allocated bool) string {
 	if !allocated {
 		return ""
 	}
 	for _, c := range mine {
 		return c.Spec.Subnet
 	}
-	port := PortName(pod.Name, pod.Namespace, provider)
+	port := PortName(holder, pod.Namespace, provider)
 	for _, pi := range ports {
 		if pi.Name == port && pi.Switch != "" {
 			return pi.Switch
@@ -600,7 +637,7 @@ func (pl *Planner) unplugs(in PlanInput, ports []PortInfo, asked map[string]bool
 		if u == nil {
 			u = &Unplug{Provider: provider}
 			if pl.IPRecords {
-				u.IPRecord = PortName(pod.Name, pod.Namespace, provider)
+				u.IPRecord = PortName(in.holderName(), pod.Namespace, provider)
 			}
 			by[provider] = u
 		}
@@ -612,7 +649,7 @@ func (pl *Planner) unplugs(in PlanInput, ports []PortInfo, asked map[string]bool
 			u.Claims = append(u.Claims, c)
 		}
 	}
-	prefix := pod.Name + "." + pod.Namespace
+	prefix := in.holderName() + "." + pod.Namespace
 	for _, pi := range ports {
 		pr := DefaultProvider
 		if rest, ok := strings.CutPrefix(pi.Name, prefix+"."); ok {

@@ -104,6 +104,13 @@ type PodConfig struct {
 	// attachment then fails with ErrNADsNotServed).
 	NADs     NADSource
 	Recorder record.EventRecorder
+	// Vips is the Vip lister, for pods with ovn.kubernetes.io/vip; nil
+	// serves no Vip (such pods wait, docs/contract.md E20). VipWrites
+	// marks a Vip taken and given back; VipMetrics, when set, counts the
+	// pods that wait for one.
+	Vips       kubeovnlisters.VipLister
+	VipWrites  VipWrites
+	VipMetrics VipMetrics
 
 	// DefaultSubnet is the --default-subnet name (empty: the Subnet with
 	// spec.default).
@@ -115,7 +122,14 @@ type PodConfig struct {
 	PodNICType string
 	// IPRecords makes the reconciler keep a kubeovn.io IP per network.
 	IPRecords bool
-	Metrics   Metrics
+	// KeepVMIP (--keep-vm-ip) keys KubeVirt launcher pods by their VM and
+	// keeps the VM's addresses and ports across launcher pods (R13). It
+	// needs PodIndex (the pod informer's indexer with VMPodIndexers) and
+	// VMs; without KubeVirt served, launcher pods wait with a Warning.
+	KeepVMIP bool
+	PodIndex cache.Indexer
+	VMs      VMSource
+	Metrics  Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -140,6 +154,8 @@ func NewPods(cfg PodConfig) (*Pods, error) {
 		return nil, errors.New("reconcile: Subnets, Claims and Recorder are required")
 	case cfg.IPRecords && cfg.IPs == nil:
 		return nil, errors.New("reconcile: IPRecords needs the IP lister")
+	case cfg.KeepVMIP && cfg.PodIndex == nil:
+		return nil, errors.New("reconcile: KeepVMIP needs the pod index")
 	}
 	if cfg.ClusterRouter == "" {
 		cfg.ClusterRouter = DefaultClusterRouter
@@ -160,6 +176,9 @@ func NewPods(cfg PodConfig) (*Pods, error) {
 		ClusterRouter: cfg.ClusterRouter,
 		PodNICType:    cfg.PodNICType,
 		IPRecords:     cfg.IPRecords,
+	}
+	if cfg.Vips != nil {
+		p.planner.Vips = VipLister{Lister: cfg.Vips}
 	}
 	return p, nil
 }

@@ -27,6 +27,11 @@ func (t *Term) release(ctx context.Context, key string, pod *corev1.Pod) error {
 	if len(claims) > 0 && p.retained(pod, claims) {
 		return nil
 	}
+	if keep, err := p.vmRetention(key, claims); keep || err != nil {
+		// A VM's addresses, port and records outlive its launcher pods
+		// (R13); a cache that cannot tell yet releases nothing.
+		return err
+	}
 	ports := p.cfg.NB.PortsByPod(key)
 	ops, err := p.cfg.NB.DeletePodPorts(key)
 	if err != nil {
@@ -68,7 +73,8 @@ func (t *Term) release(ctx context.Context, key string, pod *corev1.Pod) error {
 			return err
 		}
 	}
-	return nil
+	// A Vip the pod took is free again once its port is gone (D14).
+	return t.releaseVipUse(ctx, key)
 }
 
 // retained reports whether the claims of a gone (or terminal) StatefulSet

@@ -23,6 +23,13 @@ func (t *Term) failureError(f *NetworkFailure) error {
 	case errors.Is(f, ErrUnknownSubnet), errors.Is(f, ErrUnknownPool), errors.Is(f, ErrNoSubnet),
 		errors.Is(f, ErrUnknownNAD), errors.Is(f, ErrNetConf), errors.Is(f, ErrNADsNotServed), errors.Is(f, ErrNADsNotSynced):
 		return retryWith(f, retryUnknownSubnet)
+	case errors.Is(f, ErrVipNotApplied):
+		// As an ip_address edit (U2): the pod's next update retries.
+		return queue.Permanent(f)
+	case errors.Is(f, ErrVipUnavailable):
+		// Cured by the Vip's reconcile or its user's release, which
+		// queue the pod again; meanwhile the queue's backoff.
+		return queue.Waiting(f)
 	}
 	return f
 }

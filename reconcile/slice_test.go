@@ -63,8 +63,8 @@ type slice struct {
 	subnets *SubnetReconciler
 	// stages counts the reconcile stages the pod reconciler reported.
 	stages *stageCounts
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 	// broadcaster is shut down after the workers that record events.
 	broadcaster record.EventBroadcaster
 }

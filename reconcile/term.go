@@ -115,9 +115,17 @@ func (t *Term) reconcile(ctx context.Context, key string) (string, error) {
 	if err != nil {
 		return "noop", queue.Permanent(fmt.Errorf("bad pod key %q: %w", key, err))
 	}
+	if t.p.cfg.KeepVMIP {
+		if pods := launcherPods(t.p.cfg.PodIndex, key); len(pods) > 0 {
+			return t.reconcileVM(ctx, key, pods)
+		}
+	}
 	pod, err := t.p.cfg.Pods.Pods(ns).Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "noop", err
+	}
+	if t.launcherOfOtherKey(key, pod) {
+		return "noop", nil
 	}
 	if pod == nil || pod.Spec.HostNetwork || !Alive(pod, t.p.cfg.Now()) {
 		return "release", t.release(ctx, key, pod)
@@ -128,7 +136,7 @@ func (t *Term) reconcile(ctx context.Context, key string) (string, error) {
 		// released then (R3), with no polling meanwhile.
 		t.later(key, end.Sub(t.p.cfg.Now())+graceMargin)
 	}
-	return t.ensure(ctx, key, pod)
+	return t.ensure(ctx, key, pod, nil)
 }
 
 // graceMargin is how long after a pod's grace has run out its key is
@@ -198,9 +206,11 @@ func (t *Term) warn(pod *corev1.Pod, reason string, err error) {
 // hold, allocates each network's addresses, commits every port and
 // routed-phase row of the pod in one Northbound request, writes the IP
 // records, and patches the pod once.
-func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string, error) {
+func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHolder) (string, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
-	if t.behindOwnPatch(key, pod) {
+	// Patches are remembered per pod: a VM key has several.
+	podKey := pod.Namespace + "/" + pod.Name
+	if t.behindOwnPatch(podKey, pod) {
 		// An event of the pod from before this term's patch (kwok's or
 		// the kubelet's status update racing it): redoing the routed phase
 		// and the patch from it would cost a transaction and a write.
@@ -208,11 +218,14 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string,
 		return "noop", nil
 	}
 	owner := ClaimOwnerOf(pod)
+	if vm != nil {
+		owner = vm.Owner
+	}
 	var plan *Plan
 	if err := inStage(ctx, stageResolve, func(context.Context) error {
 		var err error
 		plan, err = t.p.planner.Plan(PlanInput{
-			Pod: pod, Claims: claimsOf(t.p.cfg.ClaimIndex, key), Recent: t.recentFor(key, owner), Now: t.p.cfg.Now(),
+			Pod: pod, Claims: claimsOf(t.p.cfg.ClaimIndex, key), Recent: t.recentFor(key, owner), Now: t.p.cfg.Now(), VM: vm,
 		})
 		return err
 	}); err != nil {
@@ -220,6 +233,7 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string,
 	}
 	var errs []error
 	for _, f := range plan.Failed {
+		t.countVipWait(f)
 		t.warn(pod, f.Reason, f)
 		errs = append(errs, t.failureError(f))
 	}
@@ -321,7 +335,10 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod) (string,
 	if routed {
 		phase = "route"
 	}
-	patched, err := t.patch(ctx, key, pod, want, remove)
+	if len(plan.Waiting) > 0 {
+		log.V(2).Info("Launcher pod waits for the VM's active launcher pod", "providers", plan.Waiting)
+	}
+	patched, err := t.patch(ctx, podKey, pod, want, remove)
 	if err != nil {
 		return "allocate", err
 	}
@@ -352,6 +369,11 @@ func (t *Term) allocate(ctx context.Context, pod *corev1.Pod, plan *Plan, np *Ne
 		switch a.Source {
 		case FromClaims, FromRecent:
 			al = ipam.Allocation{Subnet: np.Subnet.Name, Addresses: a.Addresses, MAC: a.MAC}
+		case FromVip:
+			if al, err = t.takeVip(ctx, pod, np); err != nil {
+				return t.vipError(pod, err)
+			}
+			return nil
 		case FromAnnotations, FromStatic:
 			al, err = claims.AllocateStatic(ctx, sub, a.Addresses, t.shard, r)
 		case FromList:
@@ -390,7 +412,7 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		return nil, nil
 	}
 	nb := t.p.cfg.NB
-	_, cached := nb.Port(w.Port.Name)
+	cur, cached := nb.Port(w.Port.Name)
 	if !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
 		return nil, nil
 	}
@@ -407,6 +429,9 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		// Annotated as routed, but the port is created now: it joins
 		// its node group (and gets its rows) as on the first route.
 		route = w.Reroute
+	}
+	if route == nil && cached {
+		route = t.movedRoute(w, cur)
 	}
 	if route == nil {
 		return ops, nil

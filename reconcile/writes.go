@@ -33,6 +33,11 @@ type NetworkWrites struct {
 	// (an annotated pod whose port was lost, or that another controller
 	// annotated without one).
 	Reroute *RouteWrites
+	// FollowNode is set on a VM's port whose routed phase the annotations
+	// say is done: the shell applies Reroute when the port is not in the
+	// group of the pod's node (the VM's active launcher pod changed nodes,
+	// docs/contract.md R14).
+	FollowNode bool
 }
 
 // RouteWrites are the routed-phase rows of one network.
@@ -53,7 +58,7 @@ type IPRecord struct {
 // Complete derives a network's writes from its plan and the allocation
 // the shell obtained for it (docs/contract.md §5). Pure, like Plan.
 func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) NetworkWrites {
-	key := pod.Namespace + "/" + pod.Name
+	key := holderKey(pod, np)
 	s := np.Subnet
 	var w NetworkWrites
 	if np.Port != "" {
@@ -81,6 +86,7 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 	if np.IPRecord != "" {
 		w.IPRecord = ipRecord(pod, np, al)
 	}
+	completeVM(pod, np, &w)
 	return w
 }
 
@@ -137,7 +143,7 @@ func (pl *Planner) routeWrites(s *kubeovnv1.Subnet, pod *corev1.Pod, np *Network
 		return nil
 	}
 	req := np.Request
-	key := pod.Namespace + "/" + pod.Name
+	key := holderKey(pod, np)
 	rw := &RouteWrites{}
 	if !req.NorthGateway.IsValid() && s.Spec.GatewayType != kubeovnv1.GatewayTypeCentralized && !req.EIP.IsValid() && !req.SNAT.IsValid() {
 		rw.PortGroup = NodePortGroupName(s.Name, pod.Spec.NodeName)
@@ -155,6 +161,10 @@ func (pl *Planner) routeWrites(s *kubeovnv1.Subnet, pod *corev1.Pod, np *Network
 	}
 	return rw
 }
+
+// LabelNodeName is the IP record label naming the pod's node, as kube-ovn
+// writes it.
+const LabelNodeName = "ovn.kubernetes.io/node-name"
 
 // ipRecord is the kubeovn.io IP record of one network, named like its
 // port (docs/contract.md §5.3).
@@ -177,11 +187,11 @@ func ipRecord(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) *IPRecord {
 	if al.Addresses.V6.IsValid() {
 		spec.V6IPAddress = al.Addresses.V6.String()
 	}
-	return &IPRecord{
-		Name:   np.IPRecord,
-		Labels: map[string]string{"ovn.kubernetes.io/subnet": np.Subnet.Name, np.Subnet.Name: ""},
-		Spec:   spec,
+	labels := map[string]string{"ovn.kubernetes.io/subnet": np.Subnet.Name, np.Subnet.Name: ""}
+	if pod.Spec.NodeName != "" {
+		labels[LabelNodeName] = pod.Spec.NodeName
 	}
+	return &IPRecord{Name: np.IPRecord, Labels: labels, Spec: spec}
 }
 
 // NodePortGroupName is the port group of a subnet's ports on one node, as

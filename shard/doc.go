@@ -1,7 +1,14 @@
 // Package shard maps pod keys to S virtual shards and decides which replica
 // runs each shard.
 //
-// A key's shard is xxhash64("namespace/name") % S (Of). Coordination uses
+// A key's shard is xxhash64(key) % S (Of). The key is the caller's: the
+// pod path queues a pod under "namespace/name", except a KubeVirt launcher
+// pod (owned by a kubevirt.io VirtualMachineInstance) with --keep-vm-ip,
+// which is queued under its VM's key "namespace/<vm>" (the VMI's name is
+// the VM's), so that every launcher pod of one VM, during a migration or a
+// re-creation, is reconciled by one shard under one key; see
+// controller.Config.PodKey and reconcile.PodKey. A key derives from the
+// pod's own fields only, so every replica computes the same. Coordination uses
 // three kinds of objects in one namespace, so its steady-state write rate
 // does not depend on S or on the number of pods:
 //   - a member Lease per replica (<name>-member-<identity>), renewed every

@@ -3,7 +3,6 @@ package shard
 import (
 	"flag"
 	"fmt"
-	"github.com/shardnet/shardnet/internal/golden"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardnet/shardnet/internal/golden"
 
 	clocktesting "k8s.io/utils/clock/testing"
 )

@@ -22,8 +22,9 @@ import (
 // TestDeployRBACRulesAreNeeded removes one rule at a time from the deploy
 // ClusterRole and Role and shows that shardnet, running with the
 // ServiceAccount's token, then fails at something it must do: route a pod,
-// warn about a malformed one, or write the subnet counters. With no rule
-// removed all three succeed, so the check can tell the difference.
+// warn about a malformed one, write the subnet counters, or give a pod the
+// address its Vip reserved. With no rule removed all four succeed, so the
+// check can tell the difference.
 //
 // The cluster has multus's NetworkAttachmentDefinition CRD, so the rule for
 // them is exercised: without it the replica's cache never syncs and it
@@ -139,15 +140,28 @@ func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node strin
 	bad := good.DeepCopy()
 	bad.Name = "bad"
 	bad.Annotations = map[string]string{reconcile.DefaultKey(reconcile.KeyIPAddress): "not-an-address"}
-	for _, p := range []*corev1.Pod{good, bad} {
+	// A Vip, reserved by the leader, and a pod given its address (D14).
+	vipName := fmt.Sprintf("probe-%02d", i)
+	if _, err := c.kube.Shardnet.KubeovnV1().Vips().Create(ctx, &kubeovnv1.Vip{ObjectMeta: metav1.ObjectMeta{Name: vipName},
+		Spec: kubeovnv1.VipSpec{Subnet: "ovn-default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	viaVip := good.DeepCopy()
+	viaVip.Name = "via-vip"
+	viaVip.Annotations = map[string]string{reconcile.DefaultKey(reconcile.KeyVIP): vipName}
+	for _, p := range []*corev1.Pod{good, bad, viaVip} {
 		if _, err := c.kube.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	var routed, warned, counted bool
+	var routed, warned, counted, vipServed bool
 	deadline := time.Now().Add(12 * time.Second)
-	for time.Now().Before(deadline) && !(routed && warned && counted) {
+	for time.Now().Before(deadline) && !(routed && warned && counted && vipServed) {
+		if p, err := c.kube.Client.CoreV1().Pods(ns).Get(ctx, "via-vip", metav1.GetOptions{}); err == nil && isRouted(p) {
+			v, err := c.kube.Shardnet.KubeovnV1().Vips().Get(ctx, vipName, metav1.GetOptions{})
+			vipServed = err == nil && v.Status.V4ip != "" && p.Annotations[reconcile.DefaultKey(reconcile.KeyIPAddress)] == v.Status.V4ip
+		}
 		if p, err := c.kube.Client.CoreV1().Pods(ns).Get(ctx, "good", metav1.GetOptions{}); err == nil && isRouted(p) {
 			routed = true
 		}
@@ -164,13 +178,13 @@ func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node strin
 		time.Sleep(200 * time.Millisecond)
 	}
 	var missing []string
-	for what, ok := range map[string]bool{"pod routed": routed, "warning recorded": warned, "subnet counted": counted} {
+	for what, ok := range map[string]bool{"pod routed": routed, "warning recorded": warned, "subnet counted": counted, "Vip pod served": vipServed} {
 		if !ok {
 			missing = append(missing, what)
 		}
 	}
 	if len(missing) == 0 {
-		return true, "pod routed, warning recorded, subnet counted"
+		return true, "pod routed, warning recorded, subnet counted, Vip pod served"
 	}
 	return false, "failed: " + strings.Join(missing, ", ")
 }

@@ -46,6 +46,9 @@ type Options struct {
 	ClusterRouter string
 	PodNICType    string
 	IPRecords     bool
+	// KeepVMIP keys KubeVirt launcher pods by their VM, whose address,
+	// MAC and port outlive its launcher pods (kube-ovn's keep-vm-ip).
+	KeepVMIP bool
 
 	BatchLinger time.Duration
 	BatchMaxOps int
@@ -90,6 +93,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClusterRouter, "cluster-router", "ovn-cluster", "logical router of the default VPC")
 	fs.StringVar(&o.PodNICType, "pod-nic-type", "veth-pair", "pod_nic_type written for pods that have none")
 	fs.BoolVar(&o.IPRecords, "ip-records", true, "keep a kubeovn.io IP record per pod (one more API write per pod)")
+	fs.BoolVar(&o.KeepVMIP, "keep-vm-ip", true, "name KubeVirt launcher pods' ports and IP records after their VM and keep its address, MAC and port until the VM is deleted; off, they are ordinary pods")
 	fs.DurationVar(&o.BatchLinger, "batch-linger", time.Millisecond, "how long a Northbound batch waits for more requests")
 	fs.IntVar(&o.BatchMaxOps, "batch-max-ops", 600, "operations per Northbound transaction at most")
 	fs.DurationVar(&o.GCInterval, "gc-interval", 2*time.Minute, "how often orphaned ports, claims and IP records are looked for")

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	crdscheme "github.com/shardnet/shardnet/api/client/clientset/versioned/scheme"
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/metrics"
 	"github.com/shardnet/shardnet/ovn"
@@ -51,6 +53,8 @@ type incarnation struct {
 
 	// subnetQ holds subnet names for the leader's subnet reconciler.
 	subnetQ workqueue.TypedRateLimitingInterface[string]
+	// vips is the leader's Vip reconciler and its queue (vips.go).
+	vips *vipPath
 
 	// adoption exports the addresses found in use; lastPending and
 	// conflictsLogged keep its log lines to changes (statusLoop only).
@@ -101,6 +105,9 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	if r.adoption, err = metrics.NewAdoption(reg); err != nil {
 		return nil, err
 	}
+	if r.vips, err = newVipPath(reg); err != nil {
+		return nil, err
+	}
 	nbCfg := opts.nbConfig(klog.FromContext(ctx).WithName("nb"))
 	if opts.usesSSL() {
 		if nbCfg.TLS, err = nbTLS(&opts, nbCfg.Logger); err != nil {
@@ -113,7 +120,11 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 
 	r.events = record.NewBroadcaster()
 	r.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.kube.CoreV1().Events("")})
-	recorder := r.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "shardnet", Host: opts.Identity})
+	es, err := eventScheme()
+	if err != nil {
+		return nil, err
+	}
+	recorder := r.events.NewRecorder(es, corev1.EventSource{Component: "shardnet", Host: opts.Identity})
 	r.subnetQ = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 30*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "subnets"})
@@ -133,13 +144,17 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		OnLeading:       r.onLeading,
 		BeforeJoin:      r.adopt,
 		ExitOnLoss:      true,
+		PodKey:          podKey(opts.KeepVMIP),
 		Setup: func(inf *controller.Informers) error {
 			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards)
 			if err != nil {
 				return err
 			}
 			r.caches = c
-			c.Registry.SetHoldSource(c.HoldSource(r.nbPorts, time.Now))
+			c.Registry.SetHoldSource(c.HoldSource(r.nbPorts, time.Now, reconcile.HoldVMOwner(inf.VMs, opts.KeepVMIP)))
+			if err := r.vips.watch(r, inf); err != nil {
+				return err
+			}
 			return r.watchSubnets(inf)
 		},
 	})
@@ -155,6 +170,8 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		NADs:          r.ctrl.Informers().NADs,
 		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
 		IPRecords: opts.IPRecords, Metrics: r.met,
+		Vips: c.Vips, VipWrites: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, VipMetrics: r.vips.met,
+		KeepVMIP: opts.KeepVMIP, PodIndex: c.PodInformer.GetIndexer(), VMs: r.ctrl.Informers().VMs,
 	}); err != nil {
 		r.nb.Close()
 		return nil, err
@@ -167,10 +184,15 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		r.nb.Close()
 		return nil, err
 	}
+	if err := r.vips.start(r, recorder); err != nil {
+		r.nb.Close()
+		return nil, err
+	}
 	r.gc = reconcile.NewGC(c, r.nb.PodKeys, opts.GCGrace)
 	// A pod waiting for a NetworkAttachmentDefinition is served as soon
 	// as it comes, not at its next retry.
 	r.ctrl.Informers().NADs.OnChange(r.enqueueNADUsers)
+	watchVMs(r.ctrl, r.gc, opts.KeepVMIP)
 	return r, nil
 }
 
@@ -186,7 +208,7 @@ func (r *incarnation) enqueueNADUsers(_, name string) {
 	for _, p := range pods {
 		if strings.Contains(p.Annotations[reconcile.AnnotationNetworks], name) ||
 			strings.Contains(p.Annotations[reconcile.AnnotationDefaultNetwork], name) {
-			r.ctrl.Enqueue(p.Namespace + "/" + p.Name)
+			r.ctrl.Enqueue(reconcile.PodKey(p, r.opts.KeepVMIP))
 		}
 	}
 }
@@ -230,13 +252,15 @@ func (r *incarnation) run(ctx context.Context) error {
 	defer r.events.Shutdown()
 	loops, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); r.vips.work(loops, r) }()
 	go func() { defer wg.Done(); r.statusLoop(loops) }()
 	go func() { defer wg.Done(); r.subnetWorker(loops) }()
 	go func() { defer wg.Done(); r.gcLoop(loops) }()
 	err := r.ctrl.Run(ctx)
 	stopLoops()
 	r.subnetQ.ShutDown()
+	r.vips.q.ShutDown()
 	wg.Wait()
 	return err
 }
@@ -246,6 +270,7 @@ func (r *incarnation) run(ctx context.Context) error {
 func (r *incarnation) onLeading(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	r.met.SetLeader(true)
+	r.vips.enqueueAll(r)
 	go func() {
 		defer r.met.SetLeader(false)
 		r.recordTerm(ctx, logger)
@@ -466,4 +491,18 @@ func nbTLS(opts *Options, logger klog.Logger) (*tls.Config, error) {
 	}
 	logger.Info("Northbound TLS material", "cert", files.cert, "key", files.key, "ca", files.ca, "from", files.source, "serverName", opts.NBServerName)
 	return newNBTLSConfig(files, opts.NBServerName)
+}
+
+// eventScheme knows the kinds Events are recorded on: the core kinds and
+// kubeovn.io's and shardnet.io's (a Subnet's TopologyDiffers, a Vip's),
+// which a recorder on client-go's scheme alone drops.
+func eventScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := crdscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
