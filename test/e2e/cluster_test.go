@@ -34,6 +34,8 @@ type cluster struct {
 
 	mu       sync.Mutex
 	replicas map[string]*runningReplica
+	// bin is the shardnet binary of startProcess, built once.
+	bin string
 }
 
 type runningReplica struct {
@@ -68,6 +70,40 @@ func (c *cluster) options(identity string) app.Options {
 		BatchLinger: time.Millisecond, BatchMaxOps: 600,
 		GCInterval: 2 * time.Second, GCGrace: 4 * time.Second, StatusInterval: 500 * time.Millisecond,
 	}
+}
+
+// processArgs are options' flags for a `shardnet controller` process.
+func (c *cluster) processArgs() []string {
+	return []string{
+		"--kubeconfig=" + c.kube.Kubeconfig, "--namespace=shardnet-system",
+		"--nb-endpoints=" + c.nb.Endpoint, "--nb-leader-only=true",
+		"--shards=16", "--workers-per-shard=4",
+		"--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms",
+		"--cluster-router=ovn-cluster", "--pod-nic-type=veth-pair", "--ip-records=true",
+		"--batch-linger=1ms", "--batch-max-ops=600",
+		"--gc-interval=2s", "--gc-grace=4s", "--status-interval=500ms",
+		"--memory-limit=none", "--v=2",
+	}
+}
+
+// startProcess runs a replica as a `shardnet controller` process with
+// options' settings and extra flags; the test's cleanup stops it, and
+// prints its log's tail when the test failed.
+func (c *cluster) startProcess(identity string, extra ...string) *harness.Replica {
+	c.t.Helper()
+	c.mu.Lock()
+	if c.bin == "" {
+		c.bin = harness.BuildShardnet(c.t)
+	}
+	bin := c.bin
+	c.mu.Unlock()
+	r := harness.StartReplica(c.t, bin, identity, append(c.processArgs(), extra...)...)
+	c.t.Cleanup(func() {
+		if c.t.Failed() {
+			c.t.Logf("replica process %s: last log lines:\n%s", identity, r.LogTail())
+		}
+	})
+	return r
 }
 
 func (c *cluster) startReplica(identity string) {

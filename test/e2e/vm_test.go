@@ -29,7 +29,7 @@ func kubevirtCRDs() string {
 
 // TestVMKeepsAddressAcrossLauncherPods (docs/contract.md R13, R14, A9,
 // N1, K12): a VM keeps its address, MAC and port across three launcher
-// pods — a graceful delete, a forced delete, and a replica stopped in
+// pods — a graceful delete, a forced delete, and a replica process SIGKILLed in
 // between — a live migration keeps one port and one address and moves the
 // port to the target's node, and deleting the VM then its pod leaves no
 // port, IP record or claim.
@@ -42,11 +42,10 @@ func TestVMKeepsAddressAcrossLauncherPods(t *testing.T) {
 	n2 := c.kube.CreateNode(t, "vm-node-b", "")
 	c.subnet("vmnet", "10.77.0.0/24", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
 	c.namespace("vmns")
-	for _, id := range []string{"r0", "r1"} {
-		opts := c.options(id)
-		opts.KeepVMIP = true
-		c.startReplicaWith(opts, c.kube.Config)
-	}
+	// Replica processes, so that one can be SIGKILLed between launcher
+	// pods.
+	r0 := c.startProcess("r0", "--keep-vm-ip=true")
+	c.startProcess("r1", "--keep-vm-ip=true")
 	dyn := dynamic.NewForConfigOrDie(c.kube.Config)
 	vm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
@@ -165,10 +164,11 @@ func TestVMKeepsAddressAcrossLauncherPods(t *testing.T) {
 	// A graceful delete, then a new launcher pod.
 	gone("virt-launcher-vm1-aaaaa", 1)
 	same(routed(launchAndName(launch, "virt-launcher-vm1-bbbbb", n2.Name)), "after a graceful delete")
-	// A forced delete, a replica stopped, then a new launcher pod.
+	// A forced delete, a replica SIGKILLed, then a new launcher pod, which
+	// whichever replica owns the VM's shard now serves.
 	gone("virt-launcher-vm1-bbbbb", 0)
-	c.stopReplica("r0")
-	same(routed(launchAndName(launch, "virt-launcher-vm1-ccccc", n2.Name)), "after a forced delete and a replica stop")
+	r0.Kill()
+	same(routed(launchAndName(launch, "virt-launcher-vm1-ccccc", n2.Name)), "after a forced delete and a replica SIGKILLed")
 
 	// A live migration from node b to node a: both pods hold the address,
 	// the port stays one and on the source's node until the source goes.
