@@ -48,8 +48,8 @@ func TestVipPods(t *testing.T) {
 	node := c.kube.CreateNode(t, "kwok-node-vip", "")
 	c.subnet("ovn-default", "10.16.0.0/16", func(s *kubeovnv1.SubnetSpec) { s.Default = true })
 	c.namespace("vips")
-	c.startReplica("shardnet-0")
-	c.startReplica("shardnet-1")
+	c.startProcess("shardnet-0")
+	c.startProcess("shardnet-1")
 
 	vips := c.kube.Shardnet.KubeovnV1().Vips()
 	pods := c.kube.Client.CoreV1().Pods("vips")
