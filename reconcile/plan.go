@@ -242,6 +242,15 @@ func (pl *Planner) Plan(in PlanInput) (*Plan, error) {
 			continue
 		}
 		if shared && np.Address.Source != FromClaims && np.Address.Source != FromRecent {
+			if held := heldElsewhere(in.Claims, n.provider, np.Subnet.Name); held != "" {
+				// A migration target that asks for another subnet than
+				// the one the VM's address is in: it cannot take the
+				// address, and a second one would be a second port.
+				p.Failed = append(p.Failed, &NetworkFailure{Provider: n.provider, Attachment: n.attachment, Reason: ReasonMigrationSubnet,
+					Err: fmt.Errorf("live migration target %s/%s asks for subnet %s, but VM %s holds its address in subnet %s: %w",
+						pod.Namespace, pod.Name, np.Subnet.Name, in.VM.Name, held, ErrMigrationSubnet)})
+				continue
+			}
 			// Only what the VM already holds is shared; the active pod
 			// allocates.
 			p.Waiting = append(p.Waiting, n.provider)

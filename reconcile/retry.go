@@ -26,6 +26,9 @@ func (t *Term) failureError(f *NetworkFailure) error {
 	case errors.Is(f, ErrVipNotApplied):
 		// As an ip_address edit (U2): the pod's next update retries.
 		return queue.Permanent(f)
+	case errors.Is(f, ErrMigrationSubnet):
+		// Cured only by an edit of the target pod or the VM's end.
+		return queue.Waiting(f)
 	case errors.Is(f, ErrVipUnavailable):
 		// Cured by the Vip's reconcile or its user's release, which
 		// queue the pod again; meanwhile the queue's backoff.

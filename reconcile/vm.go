@@ -42,6 +42,30 @@ const PodTypeVM = "VirtualMachine"
 // VMI) is not known (docs/contract.md E22).
 const ReasonVMNotFound = "VirtualMachineNotFound"
 
+// ReasonMigrationSubnet is the Warning reason of a live migration target
+// pod whose network asks for another subnet than the one the VM's address
+// is in.
+const ReasonMigrationSubnet = "MigrationSubnetDiffers"
+
+// ErrMigrationSubnet marks that failure: the target waits (with the
+// queue's backoff) and is given nothing.
+var ErrMigrationSubnet = errors.New("live migration target in another subnet")
+
+// heldElsewhere is the subnet of a claim of provider that is not subnet,
+// "" when none is.
+func heldElsewhere(claims []*v1alpha1.AddressClaim, provider, subnet string) string {
+	for _, c := range claims {
+		p := c.Spec.Provider
+		if p == "" {
+			p = DefaultProvider
+		}
+		if p == provider && c.Spec.Subnet != subnet {
+			return c.Spec.Subnet
+		}
+	}
+	return ""
+}
+
 // VMPodIndex is the pod informer index from a VM key ("namespace/vm") to
 // the VM's launcher pods.
 const VMPodIndex = "shardnet.io/vm"

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/kubevirt"
+	"github.com/shardnet/shardnet/queue"
 )
 
 // fakeVMs is a VMSource from maps keyed "namespace/name".
@@ -345,5 +347,33 @@ func TestVMRetention(t *testing.T) {
 				t.Fatalf("retained %v, err %v; want %v, error %v", got, err, tc.want, tc.werr)
 			}
 		})
+	}
+}
+
+// TestVMPlanMigrationToAnotherSubnet: a live migration target whose
+// network asks for another subnet than the one holding the VM's address
+// fails that network with a Warning reason of its own and is given
+// nothing; it waits without holding its shard's first pass back.
+func TestVMPlanMigrationToAnotherSubnet(t *testing.T) {
+	pl, v := vmPlanner()
+	v.subnets["far"] = &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: "far"}, Spec: kubeovnv1.SubnetSpec{CIDRBlock: "10.53.0.0/24"}}
+	claims := []*v1alpha1.AddressClaim{vmClaim("main", "10.50.0.7", "")}
+	target := launcher("ns", "virt-launcher-vm1-target", "vm1", "node-b", map[string]string{
+		DefaultKey(KeyLiveMigration): "true", DefaultKey(KeyLogicalSwitch): "far",
+	})
+	p, err := pl.Plan(PlanInput{Pod: target, Claims: claims, VM: &VMHolder{Name: "vm1", Owner: vmOwner, Shared: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Networks) != 0 || len(p.Failed) != 1 {
+		t.Fatalf("networks %d, failed %v: want the default network failed", len(p.Networks), p.Failed)
+	}
+	f := p.Failed[0]
+	if f.Reason != ReasonMigrationSubnet || !errors.Is(f, ErrMigrationSubnet) ||
+		!strings.Contains(f.Error(), "far") || !strings.Contains(f.Error(), "main") || !strings.Contains(f.Error(), "vm1") {
+		t.Errorf("failure %q (%s): want %s naming both subnets and the VM", f, f.Reason, ReasonMigrationSubnet)
+	}
+	if err := (&Term{}).failureError(f); !queue.IsWaiting(err) {
+		t.Errorf("failure error %v: want a wait that does not hold the shard's first pass", err)
 	}
 }
