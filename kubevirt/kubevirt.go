@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/shardnet/shardnet/internal/served"
 	"github.com/shardnet/shardnet/internal/watch"
 )
 
@@ -51,9 +51,7 @@ var (
 
 // DefaultRecheckInterval is how often discovery is asked again while the
 // resources are not served.
-const DefaultRecheckInterval = time.Minute
-
-const firstRetry = time.Second
+const DefaultRecheckInterval = served.DefaultRecheckInterval
 
 // Object is what the pod path reads of a VM or VMI.
 type Object struct {
@@ -195,69 +193,17 @@ func (c *Cache) OnChange(fn func(namespace, name string)) {
 	c.handlers = append(c.handlers, fn)
 }
 
-func (c *Cache) recheckInterval() time.Duration {
-	if c.RecheckInterval > 0 {
-		return c.RecheckInterval
-	}
-	return DefaultRecheckInterval
-}
-
 func (c *Cache) run(ctx context.Context) {
-	recheck := c.recheckInterval()
-	retry := firstRetry
-	logged := false
-	for {
-		served, err := c.served(ctx)
-		var wait time.Duration
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			wait, retry = retry, min(2*retry, recheck)
-			c.logger.Error(err, "Asking discovery whether KubeVirt VirtualMachines are served", "retryIn", wait)
-		case served:
-			if logged {
-				c.logger.Info("KubeVirt VirtualMachines are served now; watching them")
-			}
-			c.runInformers(ctx)
-			return
-		default:
-			retry = firstRetry
-			c.notServed.Store(true)
-			if !logged {
-				c.logger.Info("KubeVirt VirtualMachines are not served (KubeVirt is not installed); VM launcher pods are ordinary pods until it is", "recheckEvery", recheck)
-				logged = true
-			}
-			wait = recheck
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	w := served.Wait{
+		What: "KubeVirt VirtualMachines", Missing: "KubeVirt is not installed; VM launcher pods are ordinary pods until it is",
+		Recheck: c.RecheckInterval, Logger: c.logger, NotServed: func() { c.notServed.Store(true) },
+		Served: func(ctx context.Context) (bool, error) {
+			return served.Resources(ctx, c.disc, VirtualMachines, VirtualMachineInstances)
+		},
 	}
-}
-
-// served asks discovery whether both resources are served. A 404 for the
-// group version is a definite no; other errors are no answer.
-func (c *Cache) served(ctx context.Context) (bool, error) {
-	list, err := c.disc.ServerResourcesForGroupVersionWithContext(ctx, VirtualMachines.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	if w.Run(ctx) {
+		c.runInformers(ctx)
 	}
-	if err != nil {
-		return false, err
-	}
-	n := 0
-	for _, r := range list.APIResources {
-		if r.Name == VirtualMachines.Resource || r.Name == VirtualMachineInstances.Resource {
-			n++
-		}
-	}
-	return n == 2, nil
 }
 
 // runInformers makes both informers, publishes them and runs them until

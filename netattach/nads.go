@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardnet/shardnet/internal/served"
 	"github.com/shardnet/shardnet/internal/watch"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,12 +36,7 @@ var (
 
 // DefaultRecheckInterval is how often discovery is asked again while the
 // resource is not served.
-const DefaultRecheckInterval = time.Minute
-
-// firstRetry is the first delay after a failed discovery request; it
-// doubles up to the recheck interval. A failure is not an answer, so it is
-// retried sooner than a "not served".
-const firstRetry = time.Second
+const DefaultRecheckInterval = served.DefaultRecheckInterval
 
 // NADs serves NetworkAttachmentDefinitions from a dynamic informer that
 // starts once discovery says the resource is served. Its methods are safe
@@ -155,68 +150,15 @@ func (n *NADs) OnChange(fn func(namespace, name string)) {
 	n.handlers = append(n.handlers, fn)
 }
 
-func (n *NADs) recheckInterval() time.Duration {
-	if n.RecheckInterval > 0 {
-		return n.RecheckInterval
-	}
-	return DefaultRecheckInterval
-}
-
 func (n *NADs) run(ctx context.Context) {
-	recheck := n.recheckInterval()
-	retry := firstRetry
-	logged := false
-	for {
-		served, err := n.served(ctx)
-		var wait time.Duration
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			wait, retry = retry, min(2*retry, recheck)
-			n.logger.Error(err, "Asking discovery whether NetworkAttachmentDefinitions are served", "retryIn", wait)
-		case served:
-			if logged {
-				n.logger.Info("NetworkAttachmentDefinitions are served now; watching them")
-			}
-			n.runInformer(ctx)
-			return
-		default:
-			retry = firstRetry
-			n.notServed.Store(true)
-			if !logged {
-				n.logger.Info("NetworkAttachmentDefinitions are not served (multus is not installed); attachments will not be served", "recheckEvery", recheck)
-				logged = true
-			}
-			wait = recheck
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	w := served.Wait{
+		What: "NetworkAttachmentDefinitions", Missing: "multus is not installed; attachments will not be served",
+		Recheck: n.RecheckInterval, Logger: n.logger, NotServed: func() { n.notServed.Store(true) },
+		Served: func(ctx context.Context) (bool, error) { return served.Resources(ctx, n.disc, Resource) },
 	}
-}
-
-// served asks discovery whether the API server serves the resource. A 404
-// for the group version is a definite no; other errors are no answer.
-func (n *NADs) served(ctx context.Context) (bool, error) {
-	list, err := n.disc.ServerResourcesForGroupVersionWithContext(ctx, Resource.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	if w.Run(ctx) {
+		n.runInformer(ctx)
 	}
-	if err != nil {
-		return false, err
-	}
-	for _, r := range list.APIResources {
-		if r.Name == Resource.Resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // runInformer makes the informer, publishes it and runs it until ctx ends.
