@@ -349,32 +349,40 @@ func (r *incarnation) statusLoop(ctx context.Context) {
 }
 
 // subnetWorker runs the subnet reconciler for queued subnets while this
-// replica leads; keys that arrive while it does not lead are dropped (the
-// next leader re-runs every subnet).
+// replica leads (leaderWorker).
 func (r *incarnation) subnetWorker(ctx context.Context) {
+	leaderWorker(ctx, r.subnetQ, "subnet", r.ctrl.IsLeader, r.subnets.Reconcile)
+}
+
+// leaderWorker runs run for the keys of q while leading() says this
+// replica leads; keys that arrive while it does not are dropped, as are
+// keys whose reconcile found the replica deposed (the next leader re-runs
+// every object). A permanent error forgets the key; others retry with
+// the queue's backoff or the delay the error asks for.
+func leaderWorker(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], what string, leading func() bool, run func(context.Context, string) error) {
 	for {
-		name, quit := r.subnetQ.Get()
+		name, quit := q.Get()
 		if quit {
 			return
 		}
-		if !r.ctrl.IsLeader() {
-			r.subnetQ.Forget(name)
-			r.subnetQ.Done(name)
+		if !leading() {
+			q.Forget(name)
+			q.Done(name)
 			continue
 		}
-		err := r.subnets.Reconcile(ctx, name)
+		err := run(ctx, name)
 		delay, retry := queue.RetryDelay(err)
 		switch {
 		case err == nil, queue.IsPermanent(err), errors.Is(err, reconcile.ErrDeposed):
-			r.subnetQ.Forget(name)
+			q.Forget(name)
 		case retry:
-			r.subnetQ.Forget(name)
-			r.subnetQ.AddAfter(name, delay)
+			q.Forget(name)
+			q.AddAfter(name, delay)
 		default:
-			klog.FromContext(ctx).V(2).Info("Retrying subnet", "subnet", name, "err", err)
-			r.subnetQ.AddRateLimited(name)
+			klog.FromContext(ctx).V(2).Info("Retrying", "kind", what, "name", name, "err", err)
+			q.AddRateLimited(name)
 		}
-		r.subnetQ.Done(name)
+		q.Done(name)
 	}
 }
 

@@ -9,12 +9,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/metrics"
-	"github.com/shardnet/shardnet/queue"
 	"github.com/shardnet/shardnet/reconcile"
 )
 
@@ -108,28 +106,7 @@ func (v *vipPath) enqueueAll(r *incarnation) {
 // keys that arrive while it does not lead are dropped (the next leader
 // re-runs every Vip).
 func (v *vipPath) work(ctx context.Context, r *incarnation) {
-	for {
-		name, quit := v.q.Get()
-		if quit {
-			return
-		}
-		if !r.ctrl.IsLeader() || v.rec == nil {
-			v.q.Forget(name)
-			v.q.Done(name)
-			continue
-		}
-		err := v.rec.Reconcile(ctx, name)
-		delay, retry := queue.RetryDelay(err)
-		switch {
-		case err == nil, queue.IsPermanent(err):
-			v.q.Forget(name)
-		case retry:
-			v.q.Forget(name)
-			v.q.AddAfter(name, delay)
-		default:
-			klog.FromContext(ctx).V(2).Info("Retrying Vip", "vip", name, "err", err)
-			v.q.AddRateLimited(name)
-		}
-		v.q.Done(name)
-	}
+	leaderWorker(ctx, v.q, "Vip", func() bool { return r.ctrl.IsLeader() && v.rec != nil }, func(ctx context.Context, name string) error {
+		return v.rec.Reconcile(ctx, name)
+	})
 }
