@@ -43,22 +43,30 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 					// the transition count it does not start again when the
 					// Lease is re-created.
 					// (Read through the client: the elector's lock is not
-					// safe to share.)
-					l, err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Get(lctx, c.leaderName, metav1.GetOptions{})
-					switch {
-					case err != nil:
-						logger.Error(err, "Reading the leader Lease for the term; leading without one")
-						c.term.Store(0)
-					case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != c.cfg.Identity || l.Spec.AcquireTime == nil:
-						c.term.Store(0)
-					default:
-						c.term.Store(uint64(l.Spec.AcquireTime.UnixMicro()))
-					}
-					logger.Info("Leading shard assignment", "term", c.term.Load())
+					// safe to share.) Until it is known, LeaderTerm fails
+					// and the leader's own writes wait; the assignment,
+					// written by compare-and-swap, does not.
+					c.term.Store(0)
 					c.leading.Store(true)
 					c.wake()
 					if f := c.cfg.OnLeading; f != nil {
 						f(lctx)
+					}
+					for lctx.Err() == nil {
+						l, err := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace).Get(lctx, c.leaderName, metav1.GetOptions{})
+						if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == c.cfg.Identity && l.Spec.AcquireTime != nil {
+							c.term.Store(uint64(l.Spec.AcquireTime.UnixMicro()))
+							logger.Info("Leading shard assignment", "term", c.term.Load())
+							break
+						}
+						if err == nil {
+							err = fmt.Errorf("the leader Lease names %v, acquired %v", l.Spec.HolderIdentity, l.Spec.AcquireTime)
+						}
+						logger.Error(err, "Reading the leadership term from the leader Lease; retrying", "after", c.cfg.RetryPeriod)
+						select {
+						case <-lctx.Done():
+						case <-c.clock.After(c.cfg.RetryPeriod):
+						}
 					}
 					<-lctx.Done()
 					c.leading.Store(false)

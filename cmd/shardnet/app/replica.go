@@ -270,7 +270,6 @@ func (r *incarnation) run(ctx context.Context) error {
 func (r *incarnation) onLeading(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	r.met.SetLeader(true)
-	r.vips.enqueueAll(r)
 	go func() {
 		defer r.met.SetLeader(false)
 		r.recordTerm(ctx, logger)
@@ -278,25 +277,37 @@ func (r *incarnation) onLeading(ctx context.Context) {
 	}()
 }
 
+// termPoll is how often recordTerm looks for the leadership term.
+const termPoll = 50 * time.Millisecond
+
 // recordTerm records this leadership term in the Northbound, which fences
 // off every earlier leader's switch, router port and port group writes,
-// then queues every subnet. It gives up when the term ends or a later
+// then queues every subnet and Vip. It gives up when the term ends or a later
 // leader's term is recorded already.
 func (r *incarnation) recordTerm(ctx context.Context, logger klog.Logger) {
 	for ctx.Err() == nil {
 		term, err := r.ctrl.LeaderTerm()
+		if err != nil {
+			// The term is read from the leader Lease just after the
+			// election: a local check, polled briefly.
+			logger.V(4).Info("Leadership term not known yet", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(termPoll):
+			}
+			continue
+		}
+		err = r.nb.TakeOver(ctx, ovn.LeaderShard, term)
 		if err == nil {
-			err = r.nb.TakeOver(ctx, ovn.LeaderShard, term)
-			if err == nil {
-				r.fencedTerm.Store(term)
-				logger.Info("Leading: reconciling every subnet", "term", term)
-				r.enqueueSubnets()
-				return
-			}
-			if errors.Is(err, ovn.ErrStaleEpoch) {
-				logger.Error(err, "A later leader's term is recorded in the Northbound: this replica was deposed (or the nodes' clocks differ by more than a lease duration); it makes no leader writes")
-				return
-			}
+			r.fencedTerm.Store(term)
+			logger.Info("Leading: reconciling every subnet and Vip", "term", term)
+			r.enqueueSubnets()
+			r.vips.enqueueAll(r)
+			return
+		}
+		if errors.Is(err, ovn.ErrStaleEpoch) {
+			logger.Error(err, "A later leader's term is recorded in the Northbound: this replica was deposed (or the nodes' clocks differ by more than a lease duration); it makes no leader writes")
+			return
 		}
 		logger.Error(err, "Recording the leadership term; retrying", "after", r.opts.RetryPeriod)
 		select {

@@ -106,7 +106,10 @@ func (v *vipPath) enqueueAll(r *incarnation) {
 // keys that arrive while it does not lead are dropped (the next leader
 // re-runs every Vip).
 func (v *vipPath) work(ctx context.Context, r *incarnation) {
-	leaderWorker(ctx, v.q, "Vip", func() bool { return r.ctrl.IsLeader() && v.rec != nil }, func(ctx context.Context, name string) error {
+	// The term check, not only the election's view: a paused leader
+	// that resumes writes no Vip before its run loop notices.
+	leading := func() bool { _, err := r.leaderTerm(); return err == nil && v.rec != nil }
+	leaderWorker(ctx, v.q, "Vip", leading, func(ctx context.Context, name string) error {
 		return v.rec.Reconcile(ctx, name)
 	})
 }
