@@ -123,9 +123,9 @@ var (
 		nbdb.LogicalSwitchPortTable:        {{Columns: []model.ColumnKey{podKey}}},
 		nbdb.LogicalSwitchTable:            {{Columns: []model.ColumnKey{{Column: "name"}}}},
 		nbdb.LogicalRouterTable:            {{Columns: []model.ColumnKey{{Column: "name"}}}},
-		nbdb.LogicalRouterStaticRouteTable: {{Columns: []model.ColumnKey{routerKey, {Column: "ip_prefix"}}}, {Columns: []model.ColumnKey{podKey}}},
+		nbdb.LogicalRouterStaticRouteTable: {{Columns: []model.ColumnKey{routerKey, {Column: "ip_prefix"}}}, {Columns: []model.ColumnKey{podKey}}, {Columns: []model.ColumnKey{{Column: "ip_prefix"}}}},
 		nbdb.LogicalRouterPolicyTable:      {{Columns: []model.ColumnKey{routerKey, {Column: "match"}}}, {Columns: []model.ColumnKey{podKey}}},
-		nbdb.NATTable:                      {{Columns: []model.ColumnKey{routerKey, {Column: "logical_ip"}}}, {Columns: []model.ColumnKey{podKey}}},
+		nbdb.NATTable:                      {{Columns: []model.ColumnKey{routerKey, {Column: "logical_ip"}}}, {Columns: []model.ColumnKey{podKey}}, {Columns: []model.ColumnKey{{Column: "logical_ip"}}}, {Columns: []model.ColumnKey{{Column: "external_ip"}}}},
 	}
 )
 

@@ -121,7 +121,15 @@ type PortSpec struct {
 	IPs []string
 	// PortSecurity restricts the port to MAC, IPs and VIPs.
 	PortSecurity bool
-	VIPs         []string
+	// VIPs are also written as external_ids vips and attach-vips=true
+	// (none: both keys go).
+	VIPs []string
+	// SecurityGroups are kube-ovn SecurityGroup names: the port joins the
+	// port group of each that exists (SecurityGroupPortGroup) and leaves
+	// those it was associated with before, recorded in its external ids
+	// security_groups and associated_sg_<group>. The groups' ACLs are
+	// kube-ovn's SecurityGroup controller's.
+	SecurityGroups []string
 	// Layer2Forward adds "unknown" to the addresses, so that the port
 	// receives frames for addresses it does not own.
 	Layer2Forward bool
@@ -215,6 +223,12 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 	}
 	addrs, sec, ids := spec.addresses(), spec.portSecurity(), spec.externalIDs()
 	cur, exists := c.Port(spec.Name)
+	var have map[string]string
+	if exists {
+		have = cur.ExternalIDs
+	}
+	member := c.membership(&spec, have, exists)
+	maps.Copy(ids, member.set)
 	if !exists {
 		name := newUUIDName("lsp")
 		// Columns left out take their empty defaults; every column sent
@@ -238,11 +252,16 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 		if len(spec.Options) > 0 {
 			row["options"] = toOvsMap(spec.Options)
 		}
-		return []ovsdb.Operation{
+		ops := []ovsdb.Operation{
 			{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, UUIDName: name, Row: row},
 			waitExists(nbdb.LogicalSwitchTable, ls.UUID),
 			insertRefs(nbdb.LogicalSwitchTable, ls.UUID, "ports", ovsdb.UUID{GoUUID: name}),
-		}, Ref(name), nil
+		}
+		gops, err := c.membershipOps(member, Ref(name))
+		if err != nil {
+			return nil, "", err
+		}
+		return append(ops, gops...), Ref(name), nil
 	}
 
 	var ops []ovsdb.Operation
@@ -268,6 +287,7 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 	}
 	var muts []ovsdb.Mutation
 	muts = append(muts, setKeys("external_ids", cur.ExternalIDs, ids)...)
+	muts = append(muts, dropKeys("external_ids", cur.ExternalIDs, member.drop)...)
 	muts = append(muts, setKeys("options", cur.Options, spec.Options)...)
 	if len(muts) > 0 {
 		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts})
@@ -280,7 +300,11 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 			insertRefs(nbdb.LogicalSwitchTable, ls.UUID, "ports", ovsdb.UUID{GoUUID: cur.UUID}),
 		)
 	}
-	return ops, Ref(cur.UUID), nil
+	gops, err := c.membershipOps(member, Ref(cur.UUID))
+	if err != nil {
+		return nil, "", err
+	}
+	return append(ops, gops...), Ref(cur.UUID), nil
 }
 
 // DeletePort returns the ops that remove the port from its switch and delete

@@ -43,6 +43,7 @@ type Caches struct {
 	IPPoolLister kubeovnlisters.IPPoolLister
 	IPs          kubeovnlisters.IPLister
 	Vips         kubeovnlisters.VipLister
+	Vlans        kubeovnlisters.VlanLister
 	Claims       claimlisters.AddressClaimLister
 
 	// Registry holds one allocator per Subnet, rebuilt from Subnet, IPPool
@@ -74,6 +75,7 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 	// are in use (adoption) whether or not this replica writes records.
 	c.IPs = c.shardnet.Kubeovn().V1().IPs().Lister()
 	c.Vips = c.shardnet.Kubeovn().V1().Vips().Lister()
+	c.Vlans = c.shardnet.Kubeovn().V1().Vlans().Lister()
 	claims := c.shardnet.Shardnet().V1alpha1().AddressClaims()
 	c.ClaimInformer = claims.Informer()
 	if err := c.ClaimInformer.AddIndexers(ClaimIndexers()); err != nil {
@@ -130,6 +132,7 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 		c.shardnet.Kubeovn().V1().IPPools().Informer(),
 		c.shardnet.Kubeovn().V1().IPs().Informer(),
 		c.shardnet.Kubeovn().V1().Vips().Informer(),
+		c.shardnet.Kubeovn().V1().Vlans().Informer(),
 	} {
 		c.synced = append(c.synced, inf.HasSynced)
 	}

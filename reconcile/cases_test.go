@@ -192,12 +192,6 @@ func TestPodSliceCases(t *testing.T) {
 			{DefaultKey(KeyIPPool): "no-such-pool"},             // unknown pool
 			{DefaultKey(KeyIPPool): "10.40.0.170,,10.40.0.171"}, // malformed list
 			{DefaultKey(KeyIPPool): "10.40.0.300;10.40.0.171"},
-			{DefaultKey(KeyPortSecurity): "maybe"},
-			{DefaultKey(KeyLayer2Forward): "1"},
-			{DefaultKey(KeyPortVIPs): "10.40.0.50,vip"},
-			{DefaultKey(KeyNorthGateway): "gateway"},
-			{DefaultKey(KeyEIP): "1.2.3"},
-			{DefaultKey(KeySNAT): "::zz"},
 			{DefaultKey(KeyIPPool): "pool-a", DefaultKey(KeyLogicalSwitch): "tiny"}, // pool of another subnet
 			{DefaultKey(KeyIPAddress): "10.40.0.210"},                               // held by static-1
 		}
@@ -213,6 +207,41 @@ func TestPodSliceCases(t *testing.T) {
 			s.waitWarning(ctx, "cases", name, "", "")
 			if p := s.getPod(ctx, "cases", name); p.Annotations[DefaultKey(KeyAllocated)] == "true" {
 				t.Fatalf("%s with %v was allocated", name, bad[i])
+			}
+		}
+	})
+
+	t.Run("values that are not followed warn and the pod is served", func(t *testing.T) {
+		// docs/contract.md E2-E4: the network is allocated; a malformed
+		// routed-phase value holds back only the routed phase.
+		lenient := []struct {
+			ann    map[string]string
+			key    string
+			routed bool
+		}{
+			{map[string]string{DefaultKey(KeyPortSecurity): "maybe"}, DefaultKey(KeyPortSecurity), true},
+			{map[string]string{DefaultKey(KeyLayer2Forward): "1"}, DefaultKey(KeyLayer2Forward), true},
+			{map[string]string{DefaultKey(KeyPortVIPs): "10.40.0.50,vip"}, DefaultKey(KeyPortVIPs), true},
+			{map[string]string{DefaultKey(KeyPortVIPs): "10.99.0.50"}, DefaultKey(KeyPortVIPs), true},
+			{map[string]string{DefaultKey(KeyNorthGateway): "gateway"}, DefaultKey(KeyNorthGateway), false},
+			{map[string]string{DefaultKey(KeyEIP): "1.2.3"}, DefaultKey(KeyEIP), false},
+			{map[string]string{DefaultKey(KeySNAT): "::zz"}, DefaultKey(KeySNAT), false},
+		}
+		var pods []*corev1.Pod
+		for i, l := range lenient {
+			pods = append(pods, newPod("cases", fmt.Sprintf("lenient-%02d", i), node.Name, l.ann))
+		}
+		s.createPods(pods)
+		for i, l := range lenient {
+			name := fmt.Sprintf("lenient-%02d", i)
+			s.waitWarning(ctx, "cases", name, ReasonInvalidAnnotation, l.key)
+			p := s.waitPod(ctx, "cases", name, func(p *corev1.Pod) bool { return p.Annotations[DefaultKey(KeyAllocated)] == "true" })
+			if got := p.Annotations[DefaultKey(KeyRouted)] == "true"; got != l.routed {
+				t.Fatalf("%s with %v: routed=%v, want %v", name, l.ann, got, l.routed)
+			}
+			port, ok := s.nb.Port(PortName(name, "cases", DefaultProvider))
+			if !ok || len(port.PortSecurity) != 0 || len(port.Addresses) != 1 || port.ExternalIDs["vips"] != "" {
+				t.Fatalf("%s with %v: port %+v, want no port security, no unknown address, no VIPs", name, l.ann, port)
 			}
 		}
 	})

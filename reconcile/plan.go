@@ -60,6 +60,9 @@ type Planner struct {
 	// Vips serves the Vips pods name with ovn.kubernetes.io/vip; nil
 	// serves none (every such pod then waits, E20).
 	Vips VipCatalog
+	// Vlans serves the Vlans of underlay subnets; nil serves none (every
+	// network on an underlay subnet then fails, E19).
+	Vlans VlanCatalog
 }
 
 // PlanInput is one pod's decision input beyond the View.
@@ -131,6 +134,8 @@ type NetworkPlan struct {
 	IgnoredSwitch string
 	// VM is the VM the network is kept by; nil for other pods.
 	VM *VMHolder
+	// Vlan is the Vlan of an OVN network on an underlay subnet (A8).
+	Vlan *kubeovnv1.Vlan
 }
 
 // AddressSource says where a network's addresses come from.
@@ -410,6 +415,10 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 		np.Subnet, np.Pool, np.Why = res.Subnet, res.Pool, res.Source
 	}
 	if np.Alloc, err = pl.View.Allocator(np.Subnet.Name); err != nil {
+		return nil, fail(ReasonSubnet, err)
+	}
+	settlePortRequest(np)
+	if err := pl.underlay(np); err != nil {
 		return nil, fail(ReasonSubnet, err)
 	}
 	if w.kind == AttachmentOVN {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ type fakeView struct {
 	nadsOff bool
 	full    map[string]bool
 	ports   map[string][]PortInfo
+	vlans   map[string]*kubeovnv1.Vlan
 }
 
 func newFakeView() *fakeView {
@@ -37,8 +39,11 @@ func newFakeView() *fakeView {
 		fakeCatalog: &fakeCatalog{subnets: map[string]*kubeovnv1.Subnet{}, pools: map[string]*kubeovnv1.IPPool{},
 			namespaces: map[string]*corev1.Namespace{}},
 		nads: map[string]string{}, full: map[string]bool{}, ports: map[string][]PortInfo{},
+		vlans: map[string]*kubeovnv1.Vlan{},
 	}
 }
+
+func (v *fakeView) Vlan(name string) (*kubeovnv1.Vlan, bool) { vl, ok := v.vlans[name]; return vl, ok }
 
 func (v *fakeView) Allocator(name string) (*ipam.Subnet, error) {
 	s, ok := v.subnets[name]
@@ -94,6 +99,7 @@ func (sc *planScenario) run(cmd string, args []string) string {
 			CIDRBlock: m["cidr"], Provider: m["provider"], Default: m["default"] == "true",
 			Namespaces: splitList(m["ns"]), Vlan: m["vlan"], Vpc: m["vpc"], GatewayType: m["gwtype"],
 			LogicalGateway: m["logicalgw"] == "true", ExcludeIps: splitList(m["exclude"]),
+			U2OInterconnection: m["u2o"] == "true",
 		}}
 		sc.view.subnets[s.Name] = s
 		sc.view.full[s.Name] = m["full"] == "true"
@@ -109,6 +115,15 @@ func (sc *planScenario) run(cmd string, args []string) string {
 		} else {
 			sc.view.nads[args[0]] = strings.Join(args[1:], " ")
 		}
+	case "vlan":
+		// vlan NAME id=N provider=P, or vlan NAME delete
+		if len(args) > 1 && args[1] == "delete" {
+			delete(sc.view.vlans, args[0])
+			break
+		}
+		m := kv(args[1:])
+		id, _ := strconv.Atoi(m["id"])
+		sc.view.vlans[args[0]] = &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: args[0]}, Spec: kubeovnv1.VlanSpec{ID: id, Provider: m["provider"]}}
 	case "nads-not-served":
 		sc.view.nadsOff = true
 	case "claim":
@@ -193,6 +208,15 @@ func (sc *planScenario) plan() string {
 		if w.Port != nil {
 			fmt.Fprintf(&b, "\n  port %s switch=%s ips=%s mac=%s security=%v vips=%v l2=%v", w.Port.Name, w.Port.Switch,
 				strings.Join(w.Port.IPs, ","), w.Port.MAC, w.Port.PortSecurity, w.Port.VIPs, w.Port.Layer2Forward)
+			if len(w.Port.SecurityGroups) > 0 || len(w.Port.ExternalIDs) > 0 {
+				fmt.Fprintf(&b, " sgs=%v ids=%v", w.Port.SecurityGroups, w.Port.ExternalIDs)
+			}
+		}
+		for _, ie := range np.Request.Ignored {
+			fmt.Fprintf(&b, "\n  ignored %v", ie)
+		}
+		if np.Request.RouteErr != nil {
+			fmt.Fprintf(&b, "\n  route-waits %v", np.Request.RouteErr)
 		}
 		if r := w.Route; r != nil {
 			fmt.Fprintf(&b, "\n  route portgroup=%q", r.PortGroup)
@@ -264,7 +288,7 @@ func TestPlanScenarios(t *testing.T) {
 				m := kv(strings.Fields(header))
 				sc := &planScenario{view: newFakeView()}
 				sc.planner = &Planner{View: sc.view, DefaultSubnet: m["default-subnet"], ClusterRouter: DefaultClusterRouter,
-					PodNICType: DefaultPodNICType, IPRecords: m["records"] == "true"}
+					PodNICType: DefaultPodNICType, IPRecords: m["records"] == "true", Vlans: sc.view}
 				return sc.run
 			})
 		})

@@ -72,6 +72,7 @@ type Northbound interface {
 	DeletePodPorts(pod string) ([]ovsdb.Operation, error)
 	DeletePodRouting(pod string) ([]ovsdb.Operation, error)
 	AddToPortGroup(group string, ports ...ovn.Ref) ([]ovsdb.Operation, error)
+	PortGroup(name string) (*nbdb.PortGroup, bool)
 	LeaveNodePortGroups(subnet string, port ovn.Ref) []ovsdb.Operation
 	EnsureStaticRoute(spec ovn.RouteSpec) ([]ovsdb.Operation, error)
 	EnsureNAT(spec ovn.NATSpec) ([]ovsdb.Operation, error)
@@ -111,6 +112,10 @@ type PodConfig struct {
 	Vips       kubeovnlisters.VipLister
 	VipWrites  VipWrites
 	VipMetrics VipMetrics
+	// Vlans is the Vlan lister, for the annotations of pods on underlay
+	// subnets (docs/contract.md A8); nil serves no Vlan (such networks
+	// wait, E19).
+	Vlans kubeovnlisters.VlanLister
 
 	// DefaultSubnet is the --default-subnet name (empty: the Subnet with
 	// spec.default).
@@ -179,6 +184,9 @@ func NewPods(cfg PodConfig) (*Pods, error) {
 	}
 	if cfg.Vips != nil {
 		p.planner.Vips = VipLister{Lister: cfg.Vips}
+	}
+	if cfg.Vlans != nil {
+		p.planner.Vlans = VlanLister{Lister: cfg.Vlans}
 	}
 	return p, nil
 }

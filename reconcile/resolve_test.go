@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,10 +166,6 @@ func TestParseRequest(t *testing.T) {
 		{name: "bad ip", ann: map[string]string{DefaultKey(KeyIPAddress): "10.0.0.300"}, bad: DefaultKey(KeyIPAddress)},
 		{name: "two v4", ann: map[string]string{DefaultKey(KeyIPAddress): "10.0.0.1,10.0.0.2"}, bad: DefaultKey(KeyIPAddress)},
 		{name: "bad mac", ann: map[string]string{DefaultKey(KeyMACAddress): "zz:00:00:00:00:01"}, bad: DefaultKey(KeyMACAddress)},
-		{name: "bad port_security", ann: map[string]string{DefaultKey(KeyPortSecurity): "yes"}, bad: DefaultKey(KeyPortSecurity)},
-		{name: "bad vip", ann: map[string]string{DefaultKey(KeyPortVIPs): "10.0.0.1,nope"}, bad: DefaultKey(KeyPortVIPs)},
-		{name: "bad north gateway", ann: map[string]string{DefaultKey(KeyNorthGateway): "gw"}, bad: DefaultKey(KeyNorthGateway)},
-		{name: "bad eip", ann: map[string]string{DefaultKey(KeyEIP): "1.2.3"}, bad: DefaultKey(KeyEIP)},
 		{name: "bad pool list", ann: map[string]string{DefaultKey(KeyIPPool): "10.0.0.1;"}, bad: DefaultKey(KeyIPPool)},
 		{name: "good", ann: map[string]string{
 			DefaultKey(KeyIPAddress): "10.0.0.5,fd00::5", DefaultKey(KeyMACAddress): "0a:00:00:00:00:05",
@@ -193,6 +190,57 @@ func TestParseRequest(t *testing.T) {
 				t.Fatalf("err = %v, want an InputError on %s", err, tc.bad)
 			}
 		})
+	}
+}
+
+// TestParseRequestLenient pins the values that do not fail the network
+// (docs/contract.md E2-E4): each is taken as absent or false and reported
+// on the key it was read from.
+func TestParseRequestLenient(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ann   map[string]string
+		key   string // the annotation reported
+		route bool   // reported as RouteErr rather than Ignored
+	}{
+		{name: "port_security yes", ann: map[string]string{DefaultKey(KeyPortSecurity): "yes"}, key: DefaultKey(KeyPortSecurity)},
+		{name: "port_security TRUE", ann: map[string]string{DefaultKey(KeyPortSecurity): "TRUE"}, key: DefaultKey(KeyPortSecurity)},
+		{name: "layer2_forward 1", ann: map[string]string{DefaultKey(KeyLayer2Forward): "1"}, key: DefaultKey(KeyLayer2Forward)},
+		{name: "bad vip", ann: map[string]string{DefaultKey(KeyPortVIPs): "10.0.0.1,nope"}, key: DefaultKey(KeyPortVIPs)},
+		{name: "vip with a zone", ann: map[string]string{DefaultKey(KeyPortVIPs): "fe80::1%eth0"}, key: DefaultKey(KeyPortVIPs)},
+		{name: "bad north gateway", ann: map[string]string{DefaultKey(KeyNorthGateway): "gw"}, key: DefaultKey(KeyNorthGateway), route: true},
+		{name: "bad eip", ann: map[string]string{DefaultKey(KeyEIP): "1.2.3"}, key: DefaultKey(KeyEIP), route: true},
+		{name: "bad snat", ann: map[string]string{DefaultKey(KeySNAT): "x"}, key: DefaultKey(KeySNAT), route: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRequest(pod("plain", tc.ann), nil)
+			if err != nil {
+				t.Fatalf("err = %v, want the network served", err)
+			}
+			if r.PortSecurity || r.Layer2Forward || len(r.PortVIPs) != 0 || r.NorthGateway.IsValid() || r.EIP.IsValid() || r.SNAT.IsValid() {
+				t.Fatalf("parsed %+v, want the bad value dropped", r)
+			}
+			var got error
+			if tc.route {
+				got = r.RouteErr
+				if len(r.Ignored) != 0 {
+					t.Fatalf("ignored %v, want only a RouteErr", r.Ignored)
+				}
+			} else if len(r.Ignored) == 1 {
+				got = r.Ignored[0]
+				if r.RouteErr != nil {
+					t.Fatalf("RouteErr %v, want none", r.RouteErr)
+				}
+			}
+			var ie *InputError
+			if !errors.As(got, &ie) || ie.Key != tc.key {
+				t.Fatalf("reported %v, want an InputError on %s", got, tc.key)
+			}
+		})
+	}
+	r, err := ParseRequest(pod("plain", map[string]string{DefaultKey(KeySecurityGroups): " sg-a , sg b,,sg-a"}), nil)
+	if err != nil || strings.Join(r.SecurityGroups, "|") != "sg-a|sgb" {
+		t.Fatalf("security groups %q, %v; want spaces ignored, empties and repeats dropped", r.SecurityGroups, err)
 	}
 }
 

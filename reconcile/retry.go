@@ -21,7 +21,8 @@ func (t *Term) failureError(f *NetworkFailure) error {
 	case errors.As(f, &ie), errors.Is(f, ipam.ErrInvalid):
 		return queue.Permanent(f)
 	case errors.Is(f, ErrUnknownSubnet), errors.Is(f, ErrUnknownPool), errors.Is(f, ErrNoSubnet),
-		errors.Is(f, ErrUnknownNAD), errors.Is(f, ErrNetConf), errors.Is(f, ErrNADsNotServed), errors.Is(f, ErrNADsNotSynced):
+		errors.Is(f, ErrUnknownNAD), errors.Is(f, ErrNetConf), errors.Is(f, ErrNADsNotServed), errors.Is(f, ErrNADsNotSynced),
+		errors.Is(f, ErrUnknownVlan):
 		return retryWith(f, retryUnknownSubnet)
 	case errors.Is(f, ErrVipNotApplied):
 		// As an ip_address edit (U2): the pod's next update retries.

@@ -263,13 +263,18 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 			continue
 		}
 		w := t.p.planner.Complete(pod, np, al)
-		nops, err := t.networkOps(w, pod.Spec.NodeName)
+		nops, warns, err := t.networkOps(ctx, pod, w, pod.Spec.NodeName)
+		errs = append(errs, warns...)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		ops = append(ops, nops...)
 		served = append(served, done{np, w})
+		errs = append(errs, t.requestWarnings(pod, np)...)
+		if err := t.securityGroupsMissing(pod, np, w); err != nil {
+			errs = append(errs, err)
+		}
 		if np.IgnoredSwitch != "" {
 			// The patch below writes the subnet back, so this is said once
 			// per edit.
@@ -407,22 +412,25 @@ func (t *Term) allocate(ctx context.Context, pod *corev1.Pod, plan *Plan, np *Ne
 // networkOps are the Northbound ops of one network's writes, nil when
 // this term committed exactly them a moment ago and the cache has not
 // caught up (writing the port again would fail on its unique name).
-func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, error) {
+//
+// warns are input errors of the routed phase (an EIP in use, G7) that
+// leave the rest of the network written.
+func (t *Term) networkOps(ctx context.Context, pod *corev1.Pod, w NetworkWrites, node string) (ops []ovsdb.Operation, warns []error, err error) {
 	if w.Port == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	nb := t.p.cfg.NB
 	cur, cached := nb.Port(w.Port.Name)
 	if !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ops, ref, err := nb.EnsurePort(*w.Port)
 	if err != nil {
 		if errors.Is(err, ovn.ErrNotFound) {
 			// The subnet reconciler has not created the switch yet.
-			return nil, queue.RetryAfter(time.Second)
+			return nil, nil, queue.RetryAfter(time.Second)
 		}
-		return nil, fmt.Errorf("building port %s: %w", w.Port.Name, err)
+		return nil, nil, fmt.Errorf("building port %s: %w", w.Port.Name, err)
 	}
 	route := w.Route
 	if route == nil && !cached {
@@ -433,8 +441,17 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 	if route == nil && cached {
 		route = t.movedRoute(w, cur)
 	}
+	if route == nil && cached && w.Reroute != nil {
+		// Routed already: the rows follow north_gateway, eip and snat
+		// (docs/contract.md G7), at no write when they match.
+		rops, warns, err := t.routingOps(ctx, pod, w, w.Reroute, ref, true)
+		if err != nil {
+			return nil, warns, err
+		}
+		return append(ops, rops...), warns, nil
+	}
 	if route == nil {
-		return ops, nil
+		return ops, nil, nil
 	}
 	if g := route.PortGroup; g != "" {
 		if cached {
@@ -446,28 +463,21 @@ func (t *Term) networkOps(w NetworkWrites, node string) ([]ovsdb.Operation, erro
 		if errors.Is(err, ovn.ErrNotFound) {
 			// The subnet reconciler creates each node's group; until it
 			// has, the pod waits rather than racing other pods to insert it.
-			return nil, queue.RetryAfter(time.Second)
+			return nil, nil, queue.RetryAfter(time.Second)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("building port group %s membership: %w", g, err)
+			return nil, nil, fmt.Errorf("building port group %s membership: %w", g, err)
 		}
 		ops = append(ops, aops...)
+	} else if cached && len(route.Routes)+len(route.NATs) > 0 {
+		// A port with an EIP, SNAT or north gateway is in no node group.
+		ops = append(ops, nb.LeaveNodePortGroups(w.Port.Switch, ref)...)
 	}
-	for _, r := range route.Routes {
-		rops, err := nb.EnsureStaticRoute(r)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, rops...)
+	rops, warns, err := t.routingOps(ctx, pod, w, route, ref, false)
+	if err != nil {
+		return nil, warns, err
 	}
-	for _, n := range route.NATs {
-		nops, err := nb.EnsureNAT(n)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, nops...)
-	}
-	return ops, nil
+	return append(ops, rops...), warns, nil
 }
 
 // unplugOps delete the ports of a provider the pod no longer asks for.
@@ -487,7 +497,7 @@ func (t *Term) unplugOps(u *Unplug) ([]ovsdb.Operation, error) {
 // portFingerprint is what a port and its routed phase were written from.
 func portFingerprint(w NetworkWrites, node string) string {
 	p := w.Port
-	fp := fmt.Sprintf("%s|%s|%s|%v|%v|%v|%v|%s", p.Switch, p.IPs, p.MAC, p.PortSecurity, p.Layer2Forward, p.VIPs, w.Routed, node)
+	fp := fmt.Sprintf("%s|%s|%s|%v|%v|%v|%v|%s|%v", p.Switch, p.IPs, p.MAC, p.PortSecurity, p.Layer2Forward, p.VIPs, w.Routed, node, p.SecurityGroups)
 	if w.Route != nil {
 		fp += fmt.Sprintf("|%s|%v|%v", w.Route.PortGroup, w.Route.Routes, w.Route.NATs)
 	}

@@ -55,6 +55,14 @@ type Request struct {
 	NorthGateway netip.Addr
 	// EIP and SNAT are the NAT addresses, if set.
 	EIP, SNAT netip.Addr
+	// Ignored are values that do not stop the network from being served:
+	// a boolean other than "true"/"false", taken as false (E2), and a
+	// port_vips list with an entry that is not an address, dropped whole
+	// as kube-ovn drops it (E3). The pod gets a Warning for each.
+	Ignored []*InputError
+	// RouteErr is a malformed north_gateway, eip or snat (E4): the
+	// network is allocated, its routed phase waits for an edit.
+	RouteErr error
 }
 
 // ParseRequest reads and checks the default-network annotations of pod
@@ -98,22 +106,18 @@ func ParseRequestFor(pod *corev1.Pod, ns *corev1.Namespace, provider string) (Re
 	}
 	var err error
 	if r.PortSecurity, err = parseBool(ann, Key(provider, KeyPortSecurity)); err != nil {
-		return r, err
+		r.Ignored = append(r.Ignored, err.(*InputError))
 	}
 	if r.Layer2Forward, err = parseBool(ann, Key(provider, KeyLayer2Forward)); err != nil {
-		return r, err
+		r.Ignored = append(r.Ignored, err.(*InputError))
 	}
 	if key, v := get(KeyPortVIPs); v != "" {
-		for _, s := range splitComma(v) {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return r, &InputError{key, v, err}
-			}
-			r.PortVIPs = append(r.PortVIPs, a.Unmap())
+		if r.PortVIPs, err = parsePortVIPs(v); err != nil {
+			r.Ignored = append(r.Ignored, &InputError{key, v, err})
 		}
 	}
 	if _, v := get(KeySecurityGroups); v != "" {
-		r.SecurityGroups = splitComma(v)
+		r.SecurityGroups = parseSecurityGroups(v)
 	}
 	for _, f := range []struct {
 		key  string
@@ -122,7 +126,9 @@ func ParseRequestFor(pod *corev1.Pod, ns *corev1.Namespace, provider string) (Re
 		if key, v := get(f.key); v != "" {
 			a, err := netip.ParseAddr(v)
 			if err != nil {
-				return r, &InputError{key, v, err}
+				// Only the routed phase needs it (E4).
+				r.RouteErr = errors.Join(r.RouteErr, &InputError{key, v, err})
+				continue
 			}
 			*f.dest = a.Unmap()
 		}
@@ -130,6 +136,9 @@ func ParseRequestFor(pod *corev1.Pod, ns *corev1.Namespace, provider string) (Re
 	return r, nil
 }
 
+// parseBool reads a boolean annotation as kube-ovn does: "true" is true,
+// anything else false; a value other than "" and "false" also comes back
+// as an *InputError to warn about (E2).
 func parseBool(ann map[string]string, key string) (bool, error) {
 	switch v := ann[key]; v {
 	case "", "false":
@@ -137,7 +146,7 @@ func parseBool(ann map[string]string, key string) (bool, error) {
 	case "true":
 		return true, nil
 	default:
-		return false, &InputError{key, v, errors.New(`want "true" or "false"`)}
+		return false, &InputError{key, v, errors.New(`want "true" or "false"; taken as false`)}
 	}
 }
 

@@ -46,6 +46,8 @@ type RouteWrites struct {
 	PortGroup string
 	Routes    []ovn.RouteSpec
 	NATs      []ovn.NATSpec
+	// Provider is the network's, for the annotation keys of the rows.
+	Provider string
 }
 
 // IPRecord is a kubeovn.io IP record to ensure.
@@ -71,10 +73,15 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 			PortSecurity:  np.Request.PortSecurity,
 			VIPs:          addrList(np.Request.PortVIPs),
 			Layer2Forward: np.Request.Layer2Forward,
+			// docs/contract.md N2.
+			SecurityGroups: np.Request.SecurityGroups,
+			ExternalIDs:    pl.portExternalIDs(np),
 		}
 	}
 	w.Annotations = pl.annotations(pod, np, al)
-	if np.Port != "" && pod.Spec.NodeName != "" {
+	if np.Port != "" && pod.Spec.NodeName != "" && np.Request.RouteErr == nil {
+		// A malformed north_gateway, eip or snat holds back only this
+		// phase (docs/contract.md E4).
 		w.Routed = true
 		w.Annotations[Key(np.Provider, KeyRouted)] = "true"
 		if !alreadyRouted(pod, np.Provider, s.Name, al) {
@@ -124,6 +131,7 @@ func (pl *Planner) annotations(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocat
 	if s.Spec.Vlan == "" || s.Spec.LogicalGateway || s.Spec.U2OInterconnection {
 		want[k(KeyLogicalRouter)] = pl.vpc(s)
 	}
+	vlanAnnotations(np, want)
 	return want
 }
 
@@ -144,7 +152,7 @@ func (pl *Planner) routeWrites(s *kubeovnv1.Subnet, pod *corev1.Pod, np *Network
 	}
 	req := np.Request
 	key := holderKey(pod, np)
-	rw := &RouteWrites{}
+	rw := &RouteWrites{Provider: np.Provider}
 	if !req.NorthGateway.IsValid() && s.Spec.GatewayType != kubeovnv1.GatewayTypeCentralized && !req.EIP.IsValid() && !req.SNAT.IsValid() {
 		rw.PortGroup = NodePortGroupName(s.Name, pod.Spec.NodeName)
 	}

@@ -1048,6 +1048,7 @@ func waitRBAC(t *testing.T, ctx context.Context, rc *rest.Config, coord string) 
 		{Group: "apps", Version: "v1", Resource: "statefulsets"},
 		{Group: "kubeovn.io", Version: "v1", Resource: "subnets"}, {Group: "kubeovn.io", Version: "v1", Resource: "ippools"},
 		{Group: "kubeovn.io", Version: "v1", Resource: "ips"}, {Group: "kubeovn.io", Version: "v1", Resource: "vips"},
+		{Group: "kubeovn.io", Version: "v1", Resource: "vlans"},
 		{Group: "shardnet.io", Version: "v1alpha1", Resource: "addressclaims"},
 	}
 	waitFor(t, ctx, "the ServiceAccount's RBAC in force", func() error {

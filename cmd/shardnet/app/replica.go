@@ -170,7 +170,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		NADs:          r.ctrl.Informers().NADs,
 		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
 		IPRecords: opts.IPRecords, Metrics: r.met,
-		Vips: c.Vips, VipWrites: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, VipMetrics: r.vips.met,
+		Vips: c.Vips, Vlans: c.Vlans, VipWrites: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, VipMetrics: r.vips.met,
 		KeepVMIP: opts.KeepVMIP, PodIndex: c.PodInformer.GetIndexer(), VMs: r.ctrl.Informers().VMs,
 	}); err != nil {
 		r.nb.Close()
