@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/puzpuzpuz/xsync/v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
@@ -401,6 +405,15 @@ func (t *Term) allocate(ctx context.Context, pod *corev1.Pod, plan *Plan, np *Ne
 				// has not shown yet (landedElsewhere): wait for them.
 				return fmt.Errorf("%w; waiting for the claims of the annotated addresses", err)
 			}
+			if a.Source == FromClaims {
+				if fixed, ok, ferr := t.claimsFollowPort(ctx, pod, np, r, al); ok {
+					al = fixed
+					if ferr == nil {
+						t.remember(plan.Key, plan.Owner, np.Provider, al)
+					}
+					return ferr
+				}
+			}
 			t.warn(pod, ReasonAddress, err)
 			return queue.Permanent(err)
 		}
@@ -554,6 +567,54 @@ func annotationPatch(pod *corev1.Pod, want map[string]string, remove []string) [
 	}
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID, "annotations": changed}})
 	return b
+}
+
+// claimsFollowPort handles a pod whose claims hold other addresses than
+// its annotation, while its Northbound port carries the annotated ones:
+// two allocations raced across an interrupted term (a claim or a patch
+// whose outcome was lost), and the one that reached the annotation and the
+// port is the one the pod uses. The annotated addresses are claimed for
+// the pod and the held ones released. ok is false when the port does not
+// carry the annotation (a user's edit of a running pod's address, refused
+// by the caller); err is the claim's failure (another holder has the
+// annotated address), with nothing released.
+func (t *Term) claimsFollowPort(ctx context.Context, pod *corev1.Pod, np *NetworkPlan, r ipam.Request, held ipam.Allocation) (ipam.Allocation, bool, error) {
+	prior, ok := annotatedAllocation(pod, np.Provider, np.Subnet.Name)
+	if !ok || np.Port == "" || prior.Addresses == held.Addresses {
+		return held, false, nil
+	}
+	port, ok := t.p.cfg.NB.Port(np.Port)
+	if !ok || len(port.Addresses) != 1 {
+		return held, false, nil
+	}
+	on := strings.Fields(port.Addresses[0])
+	for _, a := range prior.Addresses.List() {
+		if !slices.ContainsFunc(on, func(f string) bool { b, err := netip.ParseAddr(f); return err == nil && b == a }) {
+			return held, false, nil
+		}
+	}
+	if !prior.MAC.IsZero() {
+		r.MAC = prior.MAC
+	}
+	al, err := t.p.cfg.Claims.AllocateStatic(ctx, np.Alloc, prior.Addresses, t.shard, r)
+	if err != nil {
+		return held, true, t.addressError(pod, np, err)
+	}
+	klog.FromContext(ctx).Info("The pod's annotation and port carry other addresses than its claims: the claims follow them",
+		"pod", pod.Namespace+"/"+pod.Name, "annotated", prior.Addresses, "claimed", held.Addresses)
+	for _, a := range held.Addresses.List() {
+		if a == prior.Addresses.V4 || a == prior.Addresses.V6 {
+			continue
+		}
+		c := &v1alpha1.AddressClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClaimName(np.Subnet.Name, a)},
+			Spec:       v1alpha1.AddressClaimSpec{Subnet: np.Subnet.Name, Address: a.String(), Owner: r.Owner},
+		}
+		if err := t.releaseClaim(ctx, c); err != nil {
+			return al, true, err
+		}
+	}
+	return al, true, nil
 }
 
 // checkStaticMatches refuses a held allocation that no longer matches a
