@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/shard"
 )
@@ -65,16 +68,24 @@ func TestFaults(t *testing.T) {
 	cases := []struct {
 		name  string
 		fault fault
+		env   envConfig
 	}{
-		{"kill-follower", killFollower},
-		{"kill-leader", killLeader},
-		{"split-brain", splitBrain},
-		{"nb-restart", restartNorthbound},
+		{name: "kill-follower", fault: killFollower},
+		{name: "kill-leader", fault: killLeader},
+		{name: "split-brain", fault: splitBrain(false)},
+		{name: "split-brain-leader", fault: splitBrain(true)},
+		{name: "nb-restart", fault: restartNorthbound},
+		{name: "nb-raft-leader-kill", fault: killNBRaftLeader, env: envConfig{nbCluster: true}},
+		{name: "nb-unreachable", fault: northboundAway},
+		{name: "apiserver-restart", fault: restartAPIServer},
+		{name: "etcd-restart", fault: restartEtcd},
+		{name: "scale-down-up", fault: scaleDownUp},
+		{name: "rolling-restart", fault: rollingRestart},
 	}
 	var results []caseResult
 	for _, c := range cases {
 		r := &caseResult{name: c.name}
-		t.Run(c.name, func(t *testing.T) { runCase(t, bin, r, c.fault) })
+		t.Run(c.name, func(t *testing.T) { runCase(t, bin, r, c.fault, c.env) })
 		if r.started {
 			results = append(results, *r)
 		}
@@ -85,10 +96,10 @@ func TestFaults(t *testing.T) {
 // runCase starts a cluster of three replicas, runs the load, injects the
 // fault a third of the way into it, and checks the invariants once the
 // cluster is quiet again.
-func runCase(t *testing.T, bin string, r *caseResult, f fault) {
+func runCase(t *testing.T, bin string, r *caseResult, f fault, ec envConfig) {
 	name := r.name
 	r.started = true
-	e := newEnv(t, bin)
+	e := newEnv(t, bin, ec)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	for i := range 3 {
@@ -309,17 +320,32 @@ func killLeader(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
 	return fi
 }
 
-// splitBrain: a replica that owns shards (not the leader) is stopped with
-// SIGSTOP right after work for its shards (creates, and deletes of
-// allocated pods) was sent. It stays stopped for two lease durations,
-// until its shards run elsewhere, and until their new owners have
-// released every pod deleted before and during the stop; its shards get
-// more work meanwhile. Then it is resumed with SIGCONT, with all that work
-// still queued in its watches. Whatever it then writes from what it knew
-// before must not land: the Northbound fence refuses port writes of its
-// old terms, and neither the watch of the 10 s after the resume (w) nor
-// the checker may find a duplicate or a stray row.
-func splitBrain(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
+// splitBrain: a replica that owns shards — a follower, or with leader the
+// leader — is stopped with SIGSTOP right after work for its shards
+// (creates, and deletes of allocated pods) was sent. It stays stopped for
+// two lease durations, until its shards run elsewhere, and until their new
+// owners have released every pod deleted before and during the stop; its
+// shards get more work meanwhile. A stopped leader stays stopped also
+// until another replica leads and has recorded its term in the
+// Northbound. Then it is resumed with SIGCONT, with all that work still
+// queued in its watches. Whatever it then writes from what it knew before
+// must not land: the Northbound fence refuses port writes of its old
+// shard epochs (and, for a leader, switch and port group writes of its old
+// term), its shards having moved it starts afresh (new caches, a new
+// member incarnation; shardnet_replica_restarts_total counts it), and
+// neither the watch of the 10 s after the resume (w) nor the checker may
+// find a duplicate or a stray row. For a leader, w also watches every
+// Subnet write in those 10 s: one whose status fields the resumed process
+// manages (metadata.managedFields names the writer: env.startReplica runs
+// each replica under its identity's name) is a status write of a deposed
+// leader.
+func splitBrain(leader bool) fault {
+	return func(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
+		return splitBrainOf(ctx, t, e, l, leader)
+	}
+}
+
+func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader bool) faultInfo {
 	leader, err := e.leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -331,18 +357,39 @@ func splitBrain(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
 	var victim string
 	var shards []int
 	for _, id := range sortedKeys(e.running()) {
-		if s := ownedBy(a, id); id != leader && len(s) > 0 {
+		if s := ownedBy(a, id); (id == leader) == stopLeader && len(s) > 0 {
 			victim, shards = id, s
 			break
 		}
 	}
 	if victim == "" {
-		t.Fatalf("no replica but the leader owns shards: %s", a)
+		t.Fatalf("no replica to stop (the leader: %v) owns shards: %s", stopLeader, a)
 	}
 	r := e.running()[victim]
 	epochs := map[int]uint64{}
 	for _, s := range shards {
 		epochs[s] = a.Shards[s].Epoch
+	}
+	var term uint64
+	if stopLeader {
+		// The leader writes the Subnet counters under load: its own
+		// status writes must be seen under its name, or the watch of
+		// the writes after the resume would see nothing.
+		waitFor(t, ctx, "a Subnet status write attributed to the leader "+victim, time.Minute, 200*time.Millisecond, func() error {
+			subs, err := e.kube.Shardnet.KubeovnV1().Subnets().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, s := range subs.Items {
+				if _, ok := statusWriteBy(s.ManagedFields, victim, time.Time{}); ok {
+					return nil
+				}
+			}
+			return fmt.Errorf("no Subnet's status is managed by %q", victim)
+		})
+		if term, err = recordedTerm(ctx, e); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Work queued for its shards: creates and deletes sent just before
@@ -354,11 +401,16 @@ func splitBrain(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
 	go func() { defer wg.Done(); before = burst(ctx, t, l, "sb-before", shards, 20) }()
 	go func() { defer wg.Done(); deletedBefore = deleteAllocated(ctx, l, shards, 25) }()
 	wg.Wait()
+	restartsBefore, err := r.Metric("shardnet_replica_restarts_total")
+	if err != nil {
+		t.Fatal(err)
+	}
 	fi := faultInfo{injected: time.Now()}
 	pid := stopProcess(t, r)
 
 	// Stopped for two lease durations (the fault), and until the table
-	// has given every one of its shards to another live replica.
+	// has given every one of its shards to another live replica (and,
+	// for a leader, until another leads and recorded its term).
 	select {
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
@@ -378,6 +430,27 @@ func splitBrain(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
 		return nil
 	})
 	moved := time.Since(fi.injected)
+	var next string
+	var nextTerm uint64
+	if stopLeader {
+		waitFor(t, ctx, "another replica leading, its term recorded in the Northbound", 2*time.Minute, 100*time.Millisecond, func() error {
+			l, err := e.leader(ctx)
+			if err != nil {
+				return err
+			}
+			if _, ok := e.running()[l]; !ok || l == victim {
+				return fmt.Errorf("the election Lease is held by %q", l)
+			}
+			if nextTerm, err = recordedTerm(ctx, e); err != nil {
+				return err
+			}
+			if nextTerm <= term {
+				return fmt.Errorf("the Northbound records leader term %d, the stopped leader's", nextTerm)
+			}
+			next = l
+			return nil
+		})
+	}
 
 	// More work for those shards while it is stopped: the new owners do
 	// it; the stopped replica's watches hold the events for when it
@@ -418,25 +491,142 @@ func splitBrain(ctx context.Context, t *testing.T, e *env, l *load) faultInfo {
 	for _, c := range claims.Items {
 		existing[string(c.UID)] = true
 	}
+	// The Subnets as they are at the resume: their writes from then on
+	// are watched.
+	subs, err := e.kube.Shardnet.KubeovnV1().Subnets().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	logFrom := fileSize(r.Log)
 	contProcess(t, pid)
 	fi.healed = time.Now()
 	found := make(chan violations, 1)
 	go func() { found <- watchWake(ctx, e, gone, existing, 10*time.Second) }()
+	var statusWrites chan []string
+	if stopLeader {
+		statusWrites = make(chan []string, 1)
+		go func() {
+			statusWrites <- watchStatusWrites(ctx, e, subs.ResourceVersion, victim, fi.healed, 10*time.Second)
+		}()
+	}
 	fi.extra = func() (violations, string) {
 		v := <-found
-		n, first := staleLines(r.Log, logFrom)
-		if n > 0 {
-			t.Logf("split brain: the first write refused by the fence in %s's log after SIGCONT: %s", victim, first)
+		if statusWrites != nil {
+			for _, w := range <-statusWrites {
+				v.add("%s", w)
+			}
 		}
-		return v, fmt.Sprintf("%s's log after SIGCONT: %d writes refused by the fence (stale epoch)", victim, n)
+		// Its shards moved: the resumed process must have started
+		// afresh, not rejoined with the caches it had. The window of w
+		// has passed; the restart is polled a while longer.
+		var restarts float64
+		var rerr error
+		for i := 0; i < 300 && ctx.Err() == nil; i++ {
+			if restarts, rerr = r.Metric("shardnet_replica_restarts_total"); rerr == nil && restarts > restartsBefore {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if restarts <= restartsBefore {
+			v.add("%s did not start afresh after SIGCONT although its shards moved (shardnet_replica_restarts_total %v, %v before; %v)",
+				victim, restarts, restartsBefore, rerr)
+		}
+		c := scanLog(r.Log, logFrom)
+		if c.shardStale > 0 {
+			t.Logf("split brain: the first port write refused by the fence in %s's log after SIGCONT: %s", victim, c.firstShardStale)
+		}
+		if c.termStale > 0 {
+			t.Logf("split brain: the first leader write refused by the fence in %s's log after SIGCONT: %s", victim, c.firstTermStale)
+		}
+		if c.statusRefused > 0 {
+			t.Logf("split brain: the first Subnet status write refused in %s's log after SIGCONT: %s", victim, c.firstStatusRefused)
+		}
+		note := fmt.Sprintf("%s's log after SIGCONT: %d port writes refused by the fence (stale shard epoch)", victim, c.shardStale)
+		if stopLeader {
+			note += fmt.Sprintf(", %d leader writes refused by the fence (stale term), %d Subnet status writes refused (not the leader)", c.termStale, c.statusRefused)
+		}
+		note += fmt.Sprintf("; started afresh %v times", restarts-restartsBefore)
+		return v, note
 	}
-	fi.note = fmt.Sprintf("SIGSTOP of %s (shards %v) right after %d creates and %d deletes in its shards; shards moved %v after the stop; "+
+	role := "not the leader"
+	if stopLeader {
+		role = fmt.Sprintf("the leader, term %d; %s leads with term %d recorded %v after the stop", term, next, nextTerm, moved.Round(time.Millisecond))
+	}
+	fi.note = fmt.Sprintf("SIGSTOP of %s (%s; shards %v) right after %d creates and %d deletes in its shards; shards moved %v after the stop; "+
 		"%d creates and %d deletes in them while stopped; every deleted pod released %v after the stop; SIGCONT %v after the stop",
-		victim, shards, len(before), len(deletedBefore), moved.Round(time.Millisecond),
+		victim, role, shards, len(before), len(deletedBefore), moved.Round(time.Millisecond),
 		len(during), len(deletedDuring), released.Round(time.Millisecond), fi.healed.Sub(fi.injected).Round(time.Millisecond))
 	return fi
+}
+
+// recordedTerm is the leadership term recorded in the Northbound
+// (ovn.EpochKey(ovn.LeaderShard) in NB_Global), 0 when none is.
+func recordedTerm(ctx context.Context, e *env) (uint64, error) {
+	var g []nbdb.NBGlobal
+	if err := e.view.List(ctx, &g); err != nil {
+		return 0, err
+	}
+	if len(g) != 1 {
+		return 0, fmt.Errorf("%d NB_Global rows", len(g))
+	}
+	v, ok := g[0].ExternalIDs[ovn.EpochKey(ovn.LeaderShard)]
+	if !ok {
+		return 0, nil
+	}
+	return strconv.ParseUint(v, 10, 64)
+}
+
+// statusWriteBy finds, in an object's managedFields, the status fields
+// manager last changed at or after since (managedFields times are whole
+// seconds, so since is rounded down to one).
+func statusWriteBy(fields []metav1.ManagedFieldsEntry, manager string, since time.Time) (time.Time, bool) {
+	for _, f := range fields {
+		if f.Manager == manager && f.Subresource == "status" && f.Time != nil && !f.Time.Time.Before(since.Truncate(time.Second)) {
+			return f.Time.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// watchStatusWrites watches every Subnet write from resourceVersion on,
+// for d, and returns each one that left status fields managed by manager
+// at or after since: a status write of that replica.
+func watchStatusWrites(ctx context.Context, e *env, resourceVersion, manager string, since time.Time, d time.Duration) []string {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var out []string
+	seen := map[string]bool{}
+	rv := resourceVersion
+	// A watch the server ends early is opened again from the last event.
+	for range 100 {
+		w, err := e.kube.Shardnet.KubeovnV1().Subnets().Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() == nil {
+				out = append(out, fmt.Sprintf("watching the Subnets after SIGCONT: %v", err))
+			}
+			return out
+		}
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*kubeovnv1.Subnet)
+			if !ok {
+				continue
+			}
+			rv = s.ResourceVersion
+			if at, ok := statusWriteBy(s.ManagedFields, manager, since); ok && !seen[s.Name+" "+at.String()] {
+				seen[s.Name+" "+at.String()] = true
+				holder, _ := e.leader(ctx)
+				out = append(out, fmt.Sprintf("+%v: Subnet %s status written by %s at %s (resourceVersion %s; %.0f using, %.0f available; the election Lease held by %q)",
+					time.Since(since).Round(time.Millisecond), s.Name, manager, at.Format(time.RFC3339), s.ResourceVersion,
+					s.Status.V4UsingIPs, s.Status.V4AvailableIPs, holder))
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return out
 }
 
 // deletedLongAgo returns the recorded pods whose delete was sent before
@@ -512,23 +702,39 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
-// staleLines counts, in a log from offset on, the lines that report a
-// write refused by the Northbound fence, and returns the first.
-func staleLines(path string, from int64) (int, string) {
+// logCounts are the refused writes a replica log reports: port writes
+// refused by the Northbound fence (a stale shard epoch), leader writes
+// refused by it (a stale leader term), and Subnet status writes not made
+// because the replica no longer leads; with the first line of each.
+type logCounts struct {
+	shardStale, termStale, statusRefused                int
+	firstShardStale, firstTermStale, firstStatusRefused string
+}
+
+// scanLog counts the refused writes of a log from offset on.
+func scanLog(path string, from int64) logCounts {
+	var c logCounts
 	b, err := os.ReadFile(path)
 	if err != nil || int64(len(b)) < from {
-		return 0, ""
+		return c
 	}
-	n, first := 0, ""
+	count := func(n *int, first *string, line string) {
+		if *n == 0 {
+			*first = line
+		}
+		*n++
+	}
 	for line := range strings.SplitSeq(string(b[from:]), "\n") {
-		if strings.Contains(line, "is stale") {
-			if n == 0 {
-				first = line
-			}
-			n++
+		switch {
+		case strings.Contains(line, "Writing subnet status"):
+			count(&c.statusRefused, &c.firstStatusRefused, line)
+		case strings.Contains(line, "leader term") && strings.Contains(line, "is stale"):
+			count(&c.termStale, &c.firstTermStale, line)
+		case strings.Contains(line, "is stale"):
+			count(&c.shardStale, &c.firstShardStale, line)
 		}
 	}
-	return n, first
+	return c
 }
 
 // writeReport writes the table to $SHARDNET_FAULTS_REPORT, or to
@@ -562,7 +768,7 @@ func writeReport(t *testing.T, results []caseResult) {
 - cluster whole: every shard active and run by a live replica's current process, every replica ready, a live leader (assignment ConfigMap, member and election Leases, /readyz).
 - outage: the longest time, from the fault until quiescence, that some shard had a pod waiting for its addresses without allocating any; in brackets the same before the fault, under the same load.
 - allocation delay: from the create to the first sight of ` + "`allocated=true`" + `, for the pods created between the fault and the cluster whole again.
-- a(load): addresses held twice, sampled every 2 s during the load; a, b, c, d: the invariants once quiet (a: an address on two live pods or two ports; b: a live pod not allocated and routed with exactly one port, claim and IP record carrying its annotated address; c: a port, claim or IP record of a pod that is gone; d: Subnet counters that differ from the claims); w: new ports or claims for pods deleted before SIGCONT, or addresses held twice, in the 10 s after it; races: data races the replicas reported.
+- a(load): addresses held twice, sampled every 2 s during the load; a, b, c, d: the invariants once quiet (a: an address on two live pods or two ports; b: a live pod not allocated and routed with exactly one port, claim and IP record carrying its annotated address; c: a port, claim or IP record of a pod that is gone; d: Subnet counters that differ from the claims); w (split-brain cases): new ports or claims for pods deleted before SIGCONT, addresses held twice, or (a stopped leader) Subnet status fields written by the resumed process, in the 10 s after SIGCONT, and a resumed process that did not start afresh; u (nb-unreachable): a replica that stayed ready while the Northbound was away, or a shard that moved from the kill until the cluster was whole; races: data races the replicas reported.
 `)
 	path := os.Getenv("SHARDNET_FAULTS_REPORT")
 	if path == "" {

@@ -82,12 +82,20 @@ func subnetOfNS(ns string) string {
 type env struct {
 	t    *testing.T
 	kube *harness.Kube
-	nb   *harness.NB
+	// nb is the standalone Northbound server; nbc, instead of it, the
+	// RAFT cluster of a case with envConfig.nbCluster.
+	nb  *harness.NB
+	nbc *harness.NBCluster
 	// view monitors the whole Northbound and reconnects when the server
 	// comes back.
 	view client.Client
 	bin  string
 	args []string
+	// binDir holds a link to bin per replica identity, named after it:
+	// a replica's API client names itself by its program name, so that
+	// the field manager of its writes (metadata.managedFields) names the
+	// replica.
+	binDir string
 
 	// mu guards replicas and started.
 	mu sync.Mutex
@@ -104,19 +112,39 @@ type env struct {
 	staticNode string
 }
 
+// envConfig is what a case changes in its cluster.
+type envConfig struct {
+	// nbCluster runs the Northbound as a 3-member RAFT cluster instead of
+	// a standalone server.
+	nbCluster bool
+}
+
 // newEnv starts the servers, the nodes, the namespaces and the subnets.
 // No replica runs yet.
-func newEnv(t *testing.T, bin string) *env {
+func newEnv(t *testing.T, bin string, cfg envConfig) *env {
 	t.Helper()
-	e := &env{t: t, bin: bin, replicas: map[string]*harness.Replica{}}
+	e := &env{t: t, bin: bin, binDir: t.TempDir(), replicas: map[string]*harness.Replica{}}
 	e.kube = harness.StartKube(t)
 	e.kube.StartKwok(t)
-	e.nb = harness.StartNB(t)
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval = 50*time.Millisecond, time.Second
 	// libovsdb panics when its reconnect backoff gives up.
 	bo.MaxElapsedTime = 0
-	e.view = harness.NBView(t, client.WithEndpoint(e.nb.Endpoint), client.WithReconnect(5*time.Second, bo))
+	var endpoints []string
+	if cfg.nbCluster {
+		e.nbc = harness.StartNBCluster(t, 3)
+		endpoints = e.nbc.Endpoints
+	} else {
+		e.nb = harness.StartNB(t)
+		endpoints = []string{e.nb.Endpoint}
+	}
+	// The view reads the RAFT leader, as the replicas do (their
+	// --nb-leader-only), so that it is never behind what they wrote.
+	viewOpts := []client.Option{client.WithReconnect(5*time.Second, bo), client.WithLeaderOnly(cfg.nbCluster)}
+	for _, ep := range endpoints {
+		viewOpts = append(viewOpts, client.WithEndpoint(ep))
+	}
+	e.view = harness.NBView(t, viewOpts...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -145,7 +173,7 @@ func newEnv(t *testing.T, bin string) *env {
 	e.args = []string{
 		"--kubeconfig=" + e.kube.Kubeconfig,
 		"--namespace=" + coordNS,
-		"--nb-endpoints=" + e.nb.Endpoint,
+		"--nb-endpoints=" + strings.Join(endpoints, ","),
 		fmt.Sprintf("--shards=%d", shardCount), "--workers-per-shard=4",
 		// Short leases, so that a lost replica's shards move within
 		// seconds: the renew deadline and retry period of the e2e suites'
@@ -165,10 +193,17 @@ func newEnv(t *testing.T, bin string) *env {
 // kept and its tail printed.
 func (e *env) startReplica(id string) *harness.Replica {
 	e.t.Helper()
-	r := harness.StartReplica(e.t, e.bin, id, e.args...)
+	bin := filepath.Join(e.binDir, id)
+	if _, err := os.Lstat(bin); err != nil {
+		if err := os.Symlink(e.bin, bin); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	r := harness.StartReplica(e.t, bin, id, e.args...)
 	e.mu.Lock()
 	e.replicas[id] = r
 	e.started = append(e.started, r)
+	n := len(e.started) - 1
 	e.mu.Unlock()
 	e.t.Logf("started replica %s (log %s)", id, r.Log)
 	e.t.Cleanup(func() {
@@ -176,11 +211,17 @@ func (e *env) startReplica(id string) *harness.Replica {
 			return
 		}
 		if dir := e.keepLogs(); dir != "" {
-			e.t.Logf("replica %s: log kept in %s", id, filepath.Join(dir, filepath.Base(r.Log)))
+			e.t.Logf("replica %s: log kept in %s", id, filepath.Join(dir, keptName(n, r)))
 		}
 		e.t.Logf("replica %s: last log lines:\n%s", id, r.LogTail())
 	})
 	return r
+}
+
+// keptName is the name under which keepLogs keeps the log of the n-th
+// process started: one identity may have run several processes.
+func keptName(n int, r *harness.Replica) string {
+	return fmt.Sprintf("%02d-%s", n, filepath.Base(r.Log))
 }
 
 // keepLogs copies every replica log of the test to
@@ -193,9 +234,9 @@ func (e *env) keepLogs() string {
 	e.mu.Lock()
 	started := slices.Clone(e.started)
 	e.mu.Unlock()
-	for _, r := range started {
+	for n, r := range started {
 		if b, err := os.ReadFile(r.Log); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, filepath.Base(r.Log)), b, 0o644)
+			_ = os.WriteFile(filepath.Join(dir, keptName(n, r)), b, 0o644)
 		}
 	}
 	return dir

@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 // passes again.
 func TestCheckerCatchesViolations(t *testing.T) {
 	requireFaults(t)
-	e := newEnv(t, binary(t))
+	e := newEnv(t, binary(t), envConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	r := e.startReplica("shardnet-0")

@@ -5,7 +5,10 @@
 //     service-account keys, an admin token and kubeconfig), with shardnet's
 //     CRDs (deploy/base/crds and the opt-in deploy/kubeovn-crds, or those a
 //     test names: kube-ovn's own, test/crds/kubeovn) installed and
-//     Established: StartKube, StartKubeWithCRDs;
+//     Established: StartKube, StartKubeWithCRDs; either server can be
+//     stopped and started again on its port and data while the other runs
+//     ((*Kube).StopAPIServer and StartAPIServer, StopEtcd and StartEtcd),
+//     for fault tests;
 //   - kwok, managing fake nodes that carry the kwok annotation, with a pod
 //     CIDR (198.18.0.0/15, a benchmarking range) that cannot overlap the
 //     subnets tests use: (*Kube).StartKwok and (*Kube).CreateNode;

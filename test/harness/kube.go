@@ -48,6 +48,8 @@ type Kube struct {
 	Dir string
 
 	etcd, apiserver *Process
+	// etcdURL is etcd's client URL, for StartEtcd.
+	etcdURL string
 }
 
 // StartKube starts etcd and kube-apiserver, waits until the API server is
@@ -69,6 +71,7 @@ func StartKubeWithCRDs(t TB, dirs ...string) *Kube {
 	k := &Kube{Dir: t.TempDir()}
 
 	etcdURL := k.startEtcd(t, etcdBin)
+	k.etcdURL = etcdURL
 	k.startAPIServer(t, apiserverBin, etcdURL)
 	k.InstallCRDs(t, dirs...)
 	return k
@@ -194,6 +197,45 @@ func (k *Kube) startAPIServer(t TB, bin, etcdURL string) {
 func (k *Kube) Stop() {
 	k.apiserver.Stop()
 	k.etcd.Stop()
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, SIGKILL after 10 s) and
+// keeps etcd running; StartAPIServer starts it again. For fault tests.
+func (k *Kube) StopAPIServer() { k.apiserver.Stop() }
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, with
+// the flags it first ran with: the same port, etcd, token file and
+// certificate directory (kube-apiserver keeps a serving certificate it
+// finds there), so that Config, Client, Shardnet and Kubeconfig keep
+// working. It waits until /readyz answers 200; the cleanup StartKube
+// registered stops it.
+func (k *Kube) StartAPIServer(t TB) {
+	t.Helper()
+	if k.apiserver.Running() {
+		t.Fatalf("harness: kube-apiserver is still running")
+	}
+	k.apiserver.start(t)
+	if err := waitHTTP(k.apiserver, k.URL+"/readyz", AdminToken, 60*time.Second); err != nil {
+		t.Fatalf("harness: restarted kube-apiserver not ready: %v\n%s", err, k.apiserver.tail())
+	}
+}
+
+// StopEtcd stops etcd (SIGTERM, SIGKILL after 10 s) and keeps
+// kube-apiserver running; StartEtcd starts it again. For fault tests.
+func (k *Kube) StopEtcd() { k.etcd.Stop() }
+
+// StartEtcd starts etcd again after StopEtcd, on its data directory and
+// ports, and waits until /health answers 200; the cleanup StartKube
+// registered stops it.
+func (k *Kube) StartEtcd(t TB) {
+	t.Helper()
+	if k.etcd.Running() {
+		t.Fatalf("harness: etcd is still running")
+	}
+	k.etcd.start(t)
+	if err := waitHTTP(k.etcd, k.etcdURL+"/health", "", 30*time.Second); err != nil {
+		t.Fatalf("harness: restarted etcd not healthy: %v\n%s", err, k.etcd.tail())
+	}
 }
 
 // InstallCRDs creates every CustomResourceDefinition in the YAML files of
