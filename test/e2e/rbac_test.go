@@ -26,12 +26,13 @@ import (
 // address its Vip reserved. With no rule removed all four succeed, so the
 // check can tell the difference.
 //
-// The cluster has multus's NetworkAttachmentDefinition CRD, so the rule for
-// them is exercised: without it the replica's cache never syncs and it
-// takes no shard.
+// The cluster has multus's NetworkAttachmentDefinition CRD and KubeVirt's
+// VM and VMI CRDs, so the rules for them are exercised: without one, the
+// replica's cache never syncs and it takes no shard.
 func TestDeployRBACRulesAreNeeded(t *testing.T) {
 	c := startCluster(t)
 	c.kube.InstallNADCRD(t)
+	c.kube.InstallCRDs(t, kubevirtCRDs())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ap := newApplier(t, c.kube.Config)
