@@ -106,7 +106,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.topologyDiffs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "shardnet_topology_differences_total",
-		Help: "Differences found between a Subnet and the existing Northbound rows it adopts, left as they are (each distinct set counted once per leader), by subnet and object (switch, router_port, port_group, dhcp_options).",
+		Help: "Differences found between a Subnet and the existing Northbound rows it adopts, left as they are (each distinct set counted once per leader), by subnet and object (switch, router_port, port_group).",
 	}, []string{"subnet", "object"})
 	if err := reg.Register(m.topologyDiffs); err != nil {
 		return nil, err

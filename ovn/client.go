@@ -126,6 +126,7 @@ var (
 		nbdb.LogicalRouterStaticRouteTable: {{Columns: []model.ColumnKey{routerKey, {Column: "ip_prefix"}}}, {Columns: []model.ColumnKey{podKey}}, {Columns: []model.ColumnKey{{Column: "ip_prefix"}}}},
 		nbdb.LogicalRouterPolicyTable:      {{Columns: []model.ColumnKey{routerKey, {Column: "match"}}}, {Columns: []model.ColumnKey{podKey}}},
 		nbdb.NATTable:                      {{Columns: []model.ColumnKey{routerKey, {Column: "logical_ip"}}}, {Columns: []model.ColumnKey{podKey}}, {Columns: []model.ColumnKey{{Column: "logical_ip"}}}, {Columns: []model.ColumnKey{{Column: "external_ip"}}}},
+		nbdb.DHCPOptionsTable:              {{Columns: []model.ColumnKey{{Column: "external_ids", Key: ExternalIDLogicalSwitch}}}},
 	}
 )
 

@@ -62,10 +62,9 @@ const (
 // Object kinds of a Difference, also the object label of
 // shardnet_topology_differences_total.
 const (
-	ObjectSwitch      = "switch"
-	ObjectRouterPort  = "router_port"
-	ObjectPortGroup   = "port_group"
-	ObjectDHCPOptions = "dhcp_options"
+	ObjectSwitch     = "switch"
+	ObjectRouterPort = "router_port"
+	ObjectPortGroup  = "port_group"
 )
 
 // Difference is a field of an existing row that is not what a spec asks

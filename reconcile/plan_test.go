@@ -99,7 +99,7 @@ func (sc *planScenario) run(cmd string, args []string) string {
 			CIDRBlock: m["cidr"], Provider: m["provider"], Default: m["default"] == "true",
 			Namespaces: splitList(m["ns"]), Vlan: m["vlan"], Vpc: m["vpc"], GatewayType: m["gwtype"],
 			LogicalGateway: m["logicalgw"] == "true", ExcludeIps: splitList(m["exclude"]),
-			U2OInterconnection: m["u2o"] == "true",
+			U2OInterconnection: m["u2o"] == "true", EnableDHCP: m["dhcp"] == "true",
 		}}
 		sc.view.subnets[s.Name] = s
 		sc.view.full[s.Name] = m["full"] == "true"
@@ -210,6 +210,9 @@ func (sc *planScenario) plan() string {
 				strings.Join(w.Port.IPs, ","), w.Port.MAC, w.Port.PortSecurity, w.Port.VIPs, w.Port.Layer2Forward)
 			if len(w.Port.SecurityGroups) > 0 || len(w.Port.ExternalIDs) > 0 {
 				fmt.Fprintf(&b, " sgs=%v ids=%v", w.Port.SecurityGroups, w.Port.ExternalIDs)
+			}
+			if len(w.DHCPFamilies) > 0 {
+				fmt.Fprintf(&b, " dhcp=%s", strings.Join(w.DHCPFamilies, ","))
 			}
 		}
 		for _, ie := range np.Request.Ignored {

@@ -76,6 +76,7 @@ type Northbound interface {
 	LeaveNodePortGroups(subnet string, port ovn.Ref) []ovsdb.Operation
 	EnsureStaticRoute(spec ovn.RouteSpec) ([]ovsdb.Operation, error)
 	EnsureNAT(spec ovn.NATSpec) ([]ovsdb.Operation, error)
+	SubnetDHCPOptions(sw, family string) (*nbdb.DHCPOptions, bool)
 }
 
 var _ Northbound = (*ovn.Client)(nil)

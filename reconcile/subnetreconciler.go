@@ -56,8 +56,7 @@ const topologyRecheck = 30 * time.Second
 
 // TopologyMetrics counts the differences the subnet reconciler finds
 // between a Subnet and the Northbound rows it adopts; object is one of
-// ovn.ObjectSwitch, ovn.ObjectRouterPort, ovn.ObjectPortGroup,
-// ovn.ObjectDHCPOptions.
+// ovn.ObjectSwitch, ovn.ObjectRouterPort, ovn.ObjectPortGroup.
 type TopologyMetrics interface {
 	TopologyDifference(subnet, object string)
 }
@@ -75,6 +74,9 @@ type SubnetConfig struct {
 	ClusterRouter string
 	// Metrics counts topology differences; nil counts nothing.
 	Metrics TopologyMetrics
+	// NetworkType (NetworkTypeGeneve, the default, ...) sets the MTU DHCP
+	// hands out on overlay subnets without spec.mtu.
+	NetworkType string
 	// Term, when set, is the leadership term the reconciler writes under,
 	// asked for before every write: every Northbound transaction carries
 	// it as a fence (ovn.LeaderShard), and no Subnet is patched while it
@@ -88,8 +90,8 @@ type SubnetConfig struct {
 var ErrDeposed = errors.New("not the leader any more")
 
 // SubnetReconciler runs on the leader only: it keeps each Subnet's logical
-// switch, its router port on the VPC router, and the per-node port groups
-// of overlay subnets; it refuses a Subnet's deletion while addresses are
+// switch, its router port on the VPC router, the per-node port groups of
+// overlay subnets, and its DHCP options rows (docs/decisions/0016); it refuses a Subnet's deletion while addresses are
 // claimed in it, and it writes the status counters (RefreshStatus).
 //
 // Rows that exist are adopted as they are (docs/decisions/0011): it adds
@@ -112,6 +114,12 @@ func NewSubnetReconciler(cfg SubnetConfig) (*SubnetReconciler, error) {
 	}
 	if cfg.ClusterRouter == "" {
 		cfg.ClusterRouter = DefaultClusterRouter
+	}
+	if cfg.NetworkType == "" {
+		cfg.NetworkType = NetworkTypeGeneve
+	}
+	if !ValidNetworkType(cfg.NetworkType) {
+		return nil, fmt.Errorf("reconcile: network type %q: want geneve, vxlan, stt or vlan", cfg.NetworkType)
 	}
 	return &SubnetReconciler{cfg: cfg, reported: map[string]string{}}, nil
 }
@@ -165,6 +173,10 @@ func (r *SubnetReconciler) Reconcile(ctx context.Context, name string) error {
 		// The cache catches up with the insert in a moment.
 		return queue.RetryAfter(100 * time.Millisecond)
 	}
+	dhcpProblem, err := r.ensureDHCP(ctx, s, sub)
+	if err != nil {
+		return err
+	}
 
 	overlay := s.Spec.Vlan == "" || s.Spec.LogicalGateway || s.Spec.U2OInterconnection
 	router := s.Spec.Vpc
@@ -186,6 +198,10 @@ func (r *SubnetReconciler) Reconcile(ctx context.Context, name string) error {
 			}
 			diffs = append(diffs, d...)
 		}
+	}
+	if dhcpProblem != "" {
+		// Nothing but a change of the Subnet cures it.
+		return r.setCondition(ctx, s, corev1.ConditionFalse, ReasonInvalidDHCPOptions, dhcpProblem)
 	}
 	if len(diffs) > 0 {
 		r.reportDifferences(s, diffs)
@@ -393,6 +409,13 @@ func (r *SubnetReconciler) deleteSwitch(ctx context.Context, name string) error 
 	if err != nil {
 		return err
 	}
+	// DHCP_Options rows are root rows: they outlive the switch unless
+	// deleted.
+	dops, err := r.cfg.NB.DeleteDHCPOptions(name)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, dops...)
 	// The router port is not a root row: dropping the router's reference
 	// deletes it.
 	router := r.cfg.ClusterRouter
@@ -531,4 +554,83 @@ func (r *SubnetReconciler) writeCounters(ctx context.Context, s *kubeovnv1.Subne
 		return nil // next round
 	}
 	return err
+}
+
+// ReasonInvalidDHCPOptions is the Warning Event reason of a Subnet whose
+// spec.dhcpV4Options or dhcpV6Options cannot be read.
+const ReasonInvalidDHCPOptions = "InvalidDHCPOptions"
+
+// ensureDHCP keeps the subnet's DHCP_Options rows (docs/contract.md N4):
+// one per family of its block while enableDHCP is set, none otherwise,
+// and their UUIDs in the Subnet's status, as kube-ovn records them. A
+// port that refers to a deleted row loses the reference with it. Options
+// that cannot be read are returned as a problem: a Warning Event is
+// recorded, the rows are left as they are, and the rest of the Subnet's
+// topology is still kept.
+func (r *SubnetReconciler) ensureDHCP(ctx context.Context, s *kubeovnv1.Subnet, sub *ipam.Subnet) (problem string, err error) {
+	var ops []ovsdb.Operation
+	var keep []string
+	if s.Spec.EnableDHCP {
+		have := func(family string) map[string]string {
+			if row, ok := r.cfg.NB.SubnetDHCPOptions(s.Name, family); ok {
+				return row.Options
+			}
+			return nil
+		}
+		specs, err := DHCPOptionsSpecs(s, sub, r.cfg.NetworkType, have)
+		if err != nil {
+			r.cfg.Recorder.Event(s, corev1.EventTypeWarning, ReasonInvalidDHCPOptions, err.Error())
+			return err.Error(), nil
+		}
+		for _, spec := range specs {
+			eops, err := r.cfg.NB.EnsureDHCPOptions(spec)
+			if err != nil {
+				return "", fmt.Errorf("building DHCP options of %s: %w", s.Name, err)
+			}
+			ops = append(ops, eops...)
+			keep = append(keep, dhcpFamily(netip.MustParsePrefix(spec.CIDR)))
+		}
+	}
+	if len(keep) < 2 {
+		dops, err := r.cfg.NB.DeleteDHCPOptions(s.Name, keep...)
+		if err != nil {
+			return "", err
+		}
+		ops = append(ops, dops...)
+	}
+	if err := r.transact(ctx, ops); err != nil {
+		return "", fmt.Errorf("writing DHCP options of %s: %w", s.Name, err)
+	}
+	var v4, v6 string
+	for _, family := range keep {
+		row, ok := r.cfg.NB.SubnetDHCPOptions(s.Name, family)
+		if !ok {
+			// The cache catches up with the insert in a moment.
+			return "", queue.RetryAfter(100 * time.Millisecond)
+		}
+		if family == ovn.DHCPv4 {
+			v4 = row.UUID
+		} else {
+			v6 = row.UUID
+		}
+	}
+	if s.Status.DHCPv4OptionsUUID == v4 && s.Status.DHCPv6OptionsUUID == v6 {
+		return "", nil
+	}
+	// null removes a key in a merge patch.
+	uuid := func(u string) any {
+		if u == "" {
+			return nil
+		}
+		return u
+	}
+	err = r.patchSubnet(ctx, s, map[string]any{"status": map[string]any{
+		"dhcpV4OptionsUUID": uuid(v4), "dhcpV6OptionsUUID": uuid(v6),
+	}}, "status")
+	if err != nil && !apierrors.IsConflict(err) {
+		return "", fmt.Errorf("recording DHCP options of %s: %w", s.Name, err)
+	}
+	// The cached Subnet is older than the patch now: the next run goes on
+	// from the patched copy.
+	return "", queue.RetryAfter(100 * time.Millisecond)
 }

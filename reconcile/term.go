@@ -433,6 +433,9 @@ func (t *Term) networkOps(ctx context.Context, pod *corev1.Pod, w NetworkWrites,
 		return nil, nil, nil
 	}
 	nb := t.p.cfg.NB
+	if err := dhcpReferences(nb, w); err != nil {
+		return nil, nil, err
+	}
 	cur, cached := nb.Port(w.Port.Name)
 	if !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
 		return nil, nil, nil
@@ -510,7 +513,7 @@ func (t *Term) unplugOps(u *Unplug) ([]ovsdb.Operation, error) {
 // portFingerprint is what a port and its routed phase were written from.
 func portFingerprint(w NetworkWrites, node string) string {
 	p := w.Port
-	fp := fmt.Sprintf("%s|%s|%s|%v|%v|%v|%v|%s|%v", p.Switch, p.IPs, p.MAC, p.PortSecurity, p.Layer2Forward, p.VIPs, w.Routed, node, p.SecurityGroups)
+	fp := fmt.Sprintf("%s|%s|%s|%v|%v|%v|%v|%s|%v|%s|%s", p.Switch, p.IPs, p.MAC, p.PortSecurity, p.Layer2Forward, p.VIPs, w.Routed, node, p.SecurityGroups, p.DHCPv4, p.DHCPv6)
 	if w.Route != nil {
 		fp += fmt.Sprintf("|%s|%v|%v", w.Route.PortGroup, w.Route.Routes, w.Route.NATs)
 	}
@@ -627,6 +630,29 @@ func checkStaticMatches(req Request, al ipam.Allocation) error {
 	for _, a := range req.Static.List() {
 		if a != al.Addresses.V4 && a != al.Addresses.V6 {
 			return fmt.Errorf("pod already holds %s; a running pod's address is not changed to %s", al.Addresses, req.Static)
+		}
+	}
+	return nil
+}
+
+// dhcpRetry is how soon a port whose subnet's DHCP options are not in the
+// Northbound yet is tried again: the leader's subnet reconciler writes
+// them right after the switch.
+const dhcpRetry = time.Second
+
+// dhcpReferences points the port at its subnet's DHCP_Options rows
+// (docs/contract.md N4). A port is not written without them while its
+// subnet has enableDHCP: a VM booted on it would get no lease.
+func dhcpReferences(nb Northbound, w NetworkWrites) error {
+	for _, family := range w.DHCPFamilies {
+		row, ok := nb.SubnetDHCPOptions(w.Port.Switch, family)
+		if !ok {
+			return fmt.Errorf("port %s waits for the %s DHCP options of subnet %s: %w", w.Port.Name, family, w.Port.Switch, queue.RetryAfter(dhcpRetry))
+		}
+		if family == ovn.DHCPv4 {
+			w.Port.DHCPv4 = row.UUID
+		} else {
+			w.Port.DHCPv6 = row.UUID
 		}
 	}
 	return nil

@@ -124,6 +124,7 @@ func topoSnapshot(t *testing.T, nb *ovn.Client) map[string]ovsdb.Row {
 }
 
 type topoFixture struct {
+	subnets  cache.Indexer
 	nb       *ovn.Client
 	cs       *fake.Clientset
 	rec      *record.FakeRecorder
@@ -211,7 +212,7 @@ func startTopology(t *testing.T) *topoFixture {
 			t.Fatal(err)
 		}
 	}
-	f := &topoFixture{nb: nb, cs: cs, rec: record.NewFakeRecorder(100), metrics: &topoMetrics{}}
+	f := &topoFixture{subnets: subnets, nb: nb, cs: cs, rec: record.NewFakeRecorder(100), metrics: &topoMetrics{}}
 	f.r, err = NewSubnetReconciler(SubnetConfig{
 		NB: nb, Shardnet: cs, Subnets: kubeovnlisters.NewSubnetLister(subnets), Nodes: corelisters.NewNodeLister(nodes),
 		Claims: claimLister, Registry: registry, Recorder: f.rec, Metrics: f.metrics,
@@ -230,6 +231,7 @@ func (f *topoFixture) reconcile(t *testing.T, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
+		f.syncStatus(t, name)
 		err := f.r.Reconcile(ctx, name)
 		if d, retry := queue.RetryDelay(err); err == nil || !retry || d >= time.Second {
 			return err
@@ -239,6 +241,23 @@ func (f *topoFixture) reconcile(t *testing.T, name string) error {
 			t.Fatalf("reconcile of %s: %v", name, err)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// syncStatus copies the Subnet's status from the clientset into the
+// lister's copy, as the informer would deliver the reconciler's own status
+// patches.
+func (f *topoFixture) syncStatus(t *testing.T, name string) {
+	t.Helper()
+	cur, err := f.cs.KubeovnV1().Subnets().Get(context.Background(), name, metav1.GetOptions{})
+	obj, ok, _ := f.subnets.GetByKey(name)
+	if err != nil || !ok {
+		return
+	}
+	s := obj.(*kubeovnv1.Subnet).DeepCopy()
+	s.Status = cur.Status
+	if err := f.subnets.Update(s); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -38,6 +38,11 @@ type NetworkWrites struct {
 	// group of the pod's node (the VM's active launcher pod changed nodes,
 	// docs/contract.md R14).
 	FollowNode bool
+	// DHCPFamilies are the families (ovn.DHCPv4, ovn.DHCPv6) whose
+	// DHCP_Options rows of the subnet the port refers to: those of the
+	// subnet's block while it has enableDHCP (docs/contract.md N4). The
+	// shell looks the rows up; the port waits until they exist.
+	DHCPFamilies []string
 }
 
 // RouteWrites are the routed-phase rows of one network.
@@ -76,6 +81,14 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 			// docs/contract.md N2.
 			SecurityGroups: np.Request.SecurityGroups,
 			ExternalIDs:    pl.portExternalIDs(np),
+		}
+		if s.Spec.EnableDHCP {
+			v4, v6 := np.Alloc.Prefixes()
+			for _, p := range []netip.Prefix{v4, v6} {
+				if p.IsValid() {
+					w.DHCPFamilies = append(w.DHCPFamilies, dhcpFamily(p))
+				}
+			}
 		}
 	}
 	w.Annotations = pl.annotations(pod, np, al)

@@ -86,6 +86,15 @@ type SubnetSpec struct {
 	U2OInterconnection bool `json:"u2oInterconnection,omitempty"`
 	// EnableDHCP sets DHCP options on the subnet's ports.
 	EnableDHCP bool `json:"enableDHCP,omitempty"`
+	// DHCPv4Options are the IPv4 DHCP options ("key=value" pairs,
+	// comma separated); lease_time, router, server_id, server_mac and
+	// mtu are filled in where missing.
+	DHCPv4Options string `json:"dhcpV4Options,omitempty"`
+	// DHCPv6Options are the IPv6 DHCP options; server_id is filled in
+	// where missing.
+	DHCPv6Options string `json:"dhcpV6Options,omitempty"`
+	// Mtu is the MTU DHCP hands out; 0 derives it from the network type.
+	Mtu uint32 `json:"mtu,omitempty"`
 	// Private restricts traffic to the subnet and AllowSubnets.
 	Private bool `json:"private,omitempty"`
 	// AllowSubnets may reach a private subnet.
@@ -97,15 +106,19 @@ type SubnetSpec struct {
 //
 // +kubebuilder:pruning:PreserveUnknownFields
 type SubnetStatus struct {
-	V4AvailableIPs     float64     `json:"v4availableIPs"`
-	V4AvailableIPRange string      `json:"v4availableIPrange,omitempty"`
-	V4UsingIPs         float64     `json:"v4usingIPs"`
-	V4UsingIPRange     string      `json:"v4usingIPrange,omitempty"`
-	V6AvailableIPs     float64     `json:"v6availableIPs"`
-	V6AvailableIPRange string      `json:"v6availableIPrange,omitempty"`
-	V6UsingIPs         float64     `json:"v6usingIPs"`
-	V6UsingIPRange     string      `json:"v6usingIPrange,omitempty"`
-	Conditions         []Condition `json:"conditions,omitempty"`
+	V4AvailableIPs     float64 `json:"v4availableIPs"`
+	V4AvailableIPRange string  `json:"v4availableIPrange,omitempty"`
+	V4UsingIPs         float64 `json:"v4usingIPs"`
+	V4UsingIPRange     string  `json:"v4usingIPrange,omitempty"`
+	V6AvailableIPs     float64 `json:"v6availableIPs"`
+	V6AvailableIPRange string  `json:"v6availableIPrange,omitempty"`
+	V6UsingIPs         float64 `json:"v6usingIPs"`
+	V6UsingIPRange     string  `json:"v6usingIPrange,omitempty"`
+	// DHCPv4OptionsUUID and DHCPv6OptionsUUID name the subnet's
+	// DHCP_Options rows while enableDHCP is set.
+	DHCPv4OptionsUUID string      `json:"dhcpV4OptionsUUID,omitempty"`
+	DHCPv6OptionsUUID string      `json:"dhcpV6OptionsUUID,omitempty"`
+	Conditions        []Condition `json:"conditions,omitempty"`
 }
 
 // Condition is one observation about an object, as kube-ovn writes them.

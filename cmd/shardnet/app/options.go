@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/shardnet/shardnet/reconcile"
 )
 
 // Options are the controller replica's flags. Defaults are documented on
@@ -44,8 +46,11 @@ type Options struct {
 
 	DefaultSubnet string
 	ClusterRouter string
-	PodNICType    string
-	IPRecords     bool
+	// NetworkType is the overlay's encapsulation, for the MTU of DHCP
+	// options (kube-ovn's --network-type).
+	NetworkType string
+	PodNICType  string
+	IPRecords   bool
 	// KeepVMIP keys KubeVirt launcher pods by their VM, whose address,
 	// MAC and port outlive its launcher pods (kube-ovn's keep-vm-ip).
 	KeepVMIP bool
@@ -91,6 +96,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.PprofAddr, "pprof-addr", "127.0.0.1:6060", "loopback address of /debug/pprof/ with --enable-pprof (reach it with kubectl port-forward)")
 	fs.StringVar(&o.DefaultSubnet, "default-subnet", "", "subnet of pods nothing else selects one for; empty means the Subnet with spec.default")
 	fs.StringVar(&o.ClusterRouter, "cluster-router", "ovn-cluster", "logical router of the default VPC")
+	fs.StringVar(&o.NetworkType, "network-type", reconcile.NetworkTypeGeneve, "the overlay's encapsulation as kube-ovn's --network-type names it (geneve, vxlan, stt or vlan): DHCP options hand out 1500 less its header as the MTU of overlay subnets without spec.mtu")
 	fs.StringVar(&o.PodNICType, "pod-nic-type", "veth-pair", "pod_nic_type written for pods that have none")
 	fs.BoolVar(&o.IPRecords, "ip-records", true, "keep a kubeovn.io IP record per pod (one more API write per pod)")
 	fs.BoolVar(&o.KeepVMIP, "keep-vm-ip", true, "name KubeVirt launcher pods' ports and IP records after their VM and keep its address, MAC and port until the VM is deleted; off, they are ordinary pods")
@@ -114,6 +120,9 @@ func (o *Options) validate() error {
 	}
 	errs = append(errs, o.validateNB()...)
 	errs = append(errs, o.validateServing()...)
+	if !reconcile.ValidNetworkType(o.NetworkType) {
+		errs = append(errs, fmt.Errorf("--network-type %q: want geneve, vxlan, stt or vlan", o.NetworkType))
+	}
 	if o.Shards < 1 || o.Shards > 4096 {
 		errs = append(errs, fmt.Errorf("--shards %d: want 1..4096", o.Shards))
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	crdscheme "github.com/shardnet/shardnet/api/client/clientset/versioned/scheme"
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/metrics"
 	"github.com/shardnet/shardnet/ovn"
@@ -178,7 +179,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	}
 	if r.subnets, err = reconcile.NewSubnetReconciler(reconcile.SubnetConfig{
 		NB: r.nb, Shardnet: r.sn, Subnets: c.SubnetLister, Nodes: c.Nodes, Claims: c.Claims,
-		Registry: c.Registry, Recorder: recorder, ClusterRouter: opts.ClusterRouter, Metrics: r.met,
+		Registry: c.Registry, Recorder: recorder, ClusterRouter: opts.ClusterRouter, NetworkType: opts.NetworkType, Metrics: r.met,
 		Term: r.leaderTerm,
 	}); err != nil {
 		r.nb.Close()
@@ -228,14 +229,58 @@ func (r *incarnation) watchSubnets(inf *controller.Informers) error {
 			r.subnetQ.Add(key)
 		}
 	}
+	update := func(old, cur any) {
+		add(cur)
+		r.dhcpChanged(inf, old, cur)
+	}
 	if _, err := inf.CRDs.Kubeovn().V1().Subnets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: add, UpdateFunc: func(_, o any) { add(o) }, DeleteFunc: add,
+		AddFunc: add, UpdateFunc: update, DeleteFunc: add,
 	}); err != nil {
 		return err
 	}
 	all := func(any) { r.enqueueSubnets() }
 	_, err := inf.Kube.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: all, DeleteFunc: all})
 	return err
+}
+
+// dhcpChanged queues the pods of a subnet whose DHCP options rows were
+// recorded anew (enableDHCP turned on, or a row re-created): their ports
+// are pointed at the rows (docs/contract.md N4). Only the shards this
+// replica runs take them; the others see the same event. A row deleted
+// needs nothing: ports lose the reference with it.
+func (r *incarnation) dhcpChanged(inf *controller.Informers, old, cur any) {
+	o, ok1 := old.(*kubeovnv1.Subnet)
+	s, ok2 := cur.(*kubeovnv1.Subnet)
+	if !ok1 || !ok2 || !s.Spec.EnableDHCP {
+		return
+	}
+	v4, v6 := s.Status.DHCPv4OptionsUUID, s.Status.DHCPv6OptionsUUID
+	if (v4 == "" || v4 == o.Status.DHCPv4OptionsUUID) && (v6 == "" || v6 == o.Status.DHCPv6OptionsUUID) {
+		return
+	}
+	pods, err := inf.Kube.Core().V1().Pods().Lister().List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if !onSubnet(p, s.Name) {
+			continue
+		}
+		if key, err := inf.PodKey(p); err == nil {
+			r.ctrl.Enqueue(key)
+		}
+	}
+}
+
+// onSubnet reports whether any network of the pod is annotated with the
+// subnet's switch.
+func onSubnet(p *corev1.Pod, subnet string) bool {
+	for k, v := range p.Annotations {
+		if v == subnet && strings.HasSuffix(k, ".kubernetes.io/"+reconcile.KeyLogicalSwitch) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *incarnation) enqueueSubnets() {
