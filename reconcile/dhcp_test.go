@@ -227,7 +227,9 @@ func TestSubnetReconcilerKeepsDHCPOptions(t *testing.T) {
 	if c := f.ready(t, "kovn"); c.Reason != ReasonInvalidDHCPOptions {
 		t.Fatalf("Ready condition %+v, want reason %s", c, ReasonInvalidDHCPOptions)
 	}
-	if evs := f.events(); !slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, ReasonInvalidDHCPOptions) && strings.Contains(e, "dhcpV4Options") }) {
+	if evs := f.events(); !slices.ContainsFunc(evs, func(e string) bool {
+		return strings.Contains(e, ReasonInvalidDHCPOptions) && strings.Contains(e, "dhcpV4Options")
+	}) {
 		t.Fatalf("events %v, want a Warning naming spec.dhcpV4Options", evs)
 	}
 	if r, _ := row(); !maps.Equal(r.Options, want) {
