@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn"
 )
 
 // release frees what a pod key holds when no live pod needs it: its ports,
@@ -41,6 +43,11 @@ func (t *Term) release(ctx context.Context, key string, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("building delete of routes of %s: %w", key, err)
 	}
+	foreign, err := t.foreignRoutingOps(ctx, key, claims)
+	if err != nil {
+		return err
+	}
+	routes = append(routes, foreign...)
 	if ops = append(ops, routes...); len(ops) > 0 {
 		if _, err := t.w.Submit(ctx, ops...); err != nil {
 			return fmt.Errorf("deleting ports of %s: %w", key, err)
@@ -75,6 +82,41 @@ func (t *Term) release(ctx context.Context, key string, pod *corev1.Pod) error {
 	}
 	// A Vip the pod took is free again once its port is gone (D14).
 	return t.releaseVipUse(ctx, key)
+}
+
+// foreignRoutingOps delete the source routes and NAT rules kube-ovn wrote
+// for the key's addresses on the cluster router (docs/contract.md G7): an
+// adopted pod whose eip, snat or north_gateway was never edited still has
+// them, and they would serve the next pod given the address. Rows on
+// another router are left alone.
+func (t *Term) foreignRoutingOps(ctx context.Context, key string, claims []*v1alpha1.AddressClaim) ([]ovsdb.Operation, error) {
+	pr, ok := t.p.cfg.NB.(podRouting)
+	if !ok || len(claims) == 0 {
+		return nil, nil
+	}
+	var addrs []string
+	for _, c := range claims {
+		addrs = append(addrs, c.Spec.Address)
+	}
+	rows, err := pr.PodRouting(key, addrs)
+	if err != nil {
+		return nil, err
+	}
+	var ops []ovsdb.Operation
+	for _, r := range rows {
+		if !r.Foreign() {
+			// shardnet's own: DeletePodRouting has them.
+			continue
+		}
+		on, err := t.onRouter(ctx, pr, r, t.p.cfg.ClusterRouter)
+		if err != nil {
+			return nil, err
+		}
+		if on {
+			ops = append(ops, ovn.DeleteRoutingRow(r)...)
+		}
+	}
+	return ops, nil
 }
 
 // retained reports whether the claims of a gone (or terminal) StatefulSet
