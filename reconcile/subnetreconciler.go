@@ -177,6 +177,9 @@ func (r *SubnetReconciler) Reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := r.ensureVirtualPorts(ctx, s, sub); err != nil {
+		return err
+	}
 
 	overlay := s.Spec.Vlan == "" || s.Spec.LogicalGateway || s.Spec.U2OInterconnection
 	router := s.Spec.Vpc
@@ -633,4 +636,40 @@ func (r *SubnetReconciler) ensureDHCP(ctx context.Context, s *kubeovnv1.Subnet, 
 	// The cached Subnet is older than the patch now: the next run goes on
 	// from the patched copy.
 	return "", queue.RetryAfter(100 * time.Millisecond)
+}
+
+// ReasonInvalidVips is the Warning Event reason of a Subnet whose
+// spec.vips lists an address outside its block.
+const ReasonInvalidVips = "InvalidVips"
+
+// ensureVirtualPorts keeps a virtual port per address of the Subnet's
+// spec.vips, whose virtual-parents are the switch's ports that list the
+// address in their vips (docs/contract.md N14,
+// docs/decisions/0015-virtual-ports.md), and deletes the virtual ports of
+// addresses no longer listed. An address outside the block gets a Warning
+// and no port.
+func (r *SubnetReconciler) ensureVirtualPorts(ctx context.Context, s *kubeovnv1.Subnet, sub *ipam.Subnet) error {
+	v4, v6 := sub.Prefixes()
+	var vips, bad []string
+	for _, v := range s.Spec.Vips {
+		a, err := netip.ParseAddr(strings.TrimSpace(v))
+		if err != nil || !(v4.IsValid() && v4.Contains(a) || v6.IsValid() && v6.Contains(a)) {
+			bad = append(bad, v)
+			continue
+		}
+		if !slices.Contains(vips, a.String()) {
+			vips = append(vips, a.String())
+		}
+	}
+	if len(bad) > 0 {
+		r.cfg.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonInvalidVips, "spec.vips: %s not addresses of %s; no virtual port for them", strings.Join(bad, ", "), s.Spec.CIDRBlock)
+	}
+	ops, err := r.cfg.NB.EnsureVirtualPorts(s.Name, vips, r.cfg.NB.VirtualParents(s.Name, vips))
+	if err != nil {
+		return fmt.Errorf("building virtual ports of %s: %w", s.Name, err)
+	}
+	if err := r.transact(ctx, ops); err != nil {
+		return fmt.Errorf("writing virtual ports of %s: %w", s.Name, err)
+	}
+	return nil
 }

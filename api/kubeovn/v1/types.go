@@ -99,6 +99,10 @@ type SubnetSpec struct {
 	Private bool `json:"private,omitempty"`
 	// AllowSubnets may reach a private subnet.
 	AllowSubnets []string `json:"allowSubnets,omitempty"`
+	// Vips are addresses of the subnet that pods share through their
+	// port_vips: each gets a virtual port whose parents are those pods'
+	// ports.
+	Vips []string `json:"vips,omitempty"`
 }
 
 // SubnetStatus reports a Subnet's address usage. Counters are float64 as in

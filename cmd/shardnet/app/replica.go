@@ -189,6 +189,9 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		r.nb.Close()
 		return nil, err
 	}
+	// The leader's subnet reconciler keeps each subnet's virtual ports,
+	// whose parents are the ports with port_vips (docs/contract.md N14).
+	r.nb.OnVIPPortChange(func(sw string) { r.subnetQ.Add(sw) })
 	r.gc = reconcile.NewGC(c, r.nb.PodKeys, opts.GCGrace)
 	// A pod waiting for a NetworkAttachmentDefinition is served as soon
 	// as it comes, not at its next retry.
