@@ -160,6 +160,9 @@ func (t *Term) routingOps(ctx context.Context, pod *corev1.Pod, w NetworkWrites,
 	if err != nil {
 		return nil, nil, err
 	}
+	if t.p.cfg.DisableEIPSNAT {
+		have = routesOnly(have)
+	}
 	mine := func(addr string) bool { return slices.Contains(w.Port.IPs, addr) }
 	eipUser := func(eip string) string {
 		for _, r := range pr.NATsByExternalIP("dnat_and_snat", eip) {
@@ -307,4 +310,10 @@ func describeChange(c RoutingChange) string {
 		return "nothing"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// routesOnly drops the NAT rules from rows: with EIP/SNAT handling off
+// they are another controller's to keep (docs/contract.md G10).
+func routesOnly(rows []ovn.RoutingRow) []ovn.RoutingRow {
+	return slices.DeleteFunc(rows, func(r ovn.RoutingRow) bool { return r.Kind != ovn.RowRoute })
 }

@@ -63,6 +63,10 @@ type Planner struct {
 	// Vlans serves the Vlans of underlay subnets; nil serves none (every
 	// network on an underlay subnet then fails, E19).
 	Vlans VlanCatalog
+	// IgnoreEIPSNAT leaves eip and snat unread (--enable-eip-snat=false,
+	// docs/contract.md G10): no NAT rule is written or removed for them,
+	// and the port stays in its node group.
+	IgnoreEIPSNAT bool
 }
 
 // PlanInput is one pod's decision input beyond the View.
@@ -382,6 +386,9 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 	}
 	if err != nil {
 		return nil, fail(ReasonInvalidAnnotation, err)
+	}
+	if pl.IgnoreEIPSNAT {
+		req = req.withoutNAT(w.provider)
 	}
 	np := &NetworkPlan{Provider: w.provider, Kind: w.kind, Attachment: w.attachment, Request: req, VM: in.VM}
 

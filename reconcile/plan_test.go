@@ -291,7 +291,7 @@ func TestPlanScenarios(t *testing.T) {
 				m := kv(strings.Fields(header))
 				sc := &planScenario{view: newFakeView()}
 				sc.planner = &Planner{View: sc.view, DefaultSubnet: m["default-subnet"], ClusterRouter: DefaultClusterRouter,
-					PodNICType: DefaultPodNICType, IPRecords: m["records"] == "true", Vlans: sc.view}
+					PodNICType: DefaultPodNICType, IPRecords: m["records"] == "true", Vlans: sc.view, IgnoreEIPSNAT: m["eip-snat"] == "false"}
 				return sc.run
 			})
 		})

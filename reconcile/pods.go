@@ -128,6 +128,9 @@ type PodConfig struct {
 	PodNICType string
 	// IPRecords makes the reconciler keep a kubeovn.io IP per network.
 	IPRecords bool
+	// DisableEIPSNAT (--enable-eip-snat=false) leaves eip and snat
+	// annotations and NAT rules alone (docs/contract.md G10).
+	DisableEIPSNAT bool
 	// KeepVMIP (--keep-vm-ip) keys KubeVirt launcher pods by their VM and
 	// keeps the VM's addresses and ports across launcher pods (R13). It
 	// needs PodIndex (the pod informer's indexer with VMPodIndexers) and
@@ -182,6 +185,7 @@ func NewPods(cfg PodConfig) (*Pods, error) {
 		ClusterRouter: cfg.ClusterRouter,
 		PodNICType:    cfg.PodNICType,
 		IPRecords:     cfg.IPRecords,
+		IgnoreEIPSNAT: cfg.DisableEIPSNAT,
 	}
 	if cfg.Vips != nil {
 		p.planner.Vips = VipLister{Lister: cfg.Vips}

@@ -102,6 +102,9 @@ func (t *Term) foreignRoutingOps(ctx context.Context, key string, claims []*v1al
 	if err != nil {
 		return nil, err
 	}
+	if t.p.cfg.DisableEIPSNAT {
+		rows = routesOnly(rows)
+	}
 	var ops []ovsdb.Operation
 	for _, r := range rows {
 		if !r.Foreign() {

@@ -63,6 +63,26 @@ type Request struct {
 	// RouteErr is a malformed north_gateway, eip or snat (E4): the
 	// network is allocated, its routed phase waits for an edit.
 	RouteErr error
+	// routeErrs are RouteErr's parts, by key.
+	routeErrs []*InputError
+}
+
+// withoutNAT is the request with eip and snat left out, as when EIP/SNAT
+// handling is off (--enable-eip-snat=false): neither is read, and a
+// malformed one holds nothing back.
+func (r Request) withoutNAT(provider string) Request {
+	r.EIP, r.SNAT = netip.Addr{}, netip.Addr{}
+	var errs []error
+	var kept []*InputError
+	for _, e := range r.routeErrs {
+		if e.Key == Key(provider, KeyEIP) || e.Key == Key(provider, KeySNAT) {
+			continue
+		}
+		kept = append(kept, e)
+		errs = append(errs, e)
+	}
+	r.routeErrs, r.RouteErr = kept, errors.Join(errs...)
+	return r
 }
 
 // ParseRequest reads and checks the default-network annotations of pod
@@ -127,7 +147,9 @@ func ParseRequestFor(pod *corev1.Pod, ns *corev1.Namespace, provider string) (Re
 			a, err := netip.ParseAddr(v)
 			if err != nil {
 				// Only the routed phase needs it (E4).
-				r.RouteErr = errors.Join(r.RouteErr, &InputError{key, v, err})
+				ie := &InputError{key, v, err}
+				r.routeErrs = append(r.routeErrs, ie)
+				r.RouteErr = errors.Join(r.RouteErr, ie)
 				continue
 			}
 			*f.dest = a.Unmap()

@@ -108,3 +108,29 @@ func TestOptionsValidate(t *testing.T) {
 		t.Error("usesSSL is false with an ssl: endpoint")
 	}
 }
+
+// TestEnableEIPSNATFlag: --enable-eip-snat defaults to true, as kube-ovn's,
+// and an Options literal's zero value means the same.
+func TestEnableEIPSNATFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		disable bool
+	}{
+		{nil, false},
+		{[]string{"-enable-eip-snat=false"}, true},
+		{[]string{"-enable-eip-snat"}, false},
+	} {
+		var o Options
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		o.bind(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if o.DisableEIPSNAT != tc.disable {
+			t.Errorf("%v: DisableEIPSNAT = %v, want %v", tc.args, o.DisableEIPSNAT, tc.disable)
+		}
+		if def := fs.Lookup("enable-eip-snat").DefValue; def != "true" {
+			t.Errorf("default shown as %q, want true", def)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,10 @@ type Options struct {
 	NetworkType string
 	PodNICType  string
 	IPRecords   bool
+	// DisableEIPSNAT is --enable-eip-snat=false (kube-ovn's flag): eip
+	// and snat are not read. The zero value reads them, as the flag's
+	// default does.
+	DisableEIPSNAT bool
 	// KeepVMIP keys KubeVirt launcher pods by their VM, whose address,
 	// MAC and port outlive its launcher pods (kube-ovn's keep-vm-ip).
 	KeepVMIP bool
@@ -99,6 +104,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.NetworkType, "network-type", reconcile.NetworkTypeGeneve, "the overlay's encapsulation as kube-ovn's --network-type names it (geneve, vxlan, stt or vlan): DHCP options hand out 1500 less its header as the MTU of overlay subnets without spec.mtu")
 	fs.StringVar(&o.PodNICType, "pod-nic-type", "veth-pair", "pod_nic_type written for pods that have none")
 	fs.BoolVar(&o.IPRecords, "ip-records", true, "keep a kubeovn.io IP record per pod (one more API write per pod)")
+	fs.Var(inverted{&o.DisableEIPSNAT}, "enable-eip-snat", "write the NAT rules of pods' eip and snat annotations (kube-ovn's --enable-eip-snat); off, both annotations are ignored and NAT rules are left to another controller")
 	fs.BoolVar(&o.KeepVMIP, "keep-vm-ip", true, "name KubeVirt launcher pods' ports and IP records after their VM and keep its address, MAC and port until the VM is deleted; off, they are ordinary pods")
 	fs.DurationVar(&o.BatchLinger, "batch-linger", time.Millisecond, "how long a Northbound batch waits for more requests")
 	fs.IntVar(&o.BatchMaxOps, "batch-max-ops", 600, "operations per Northbound transaction at most")
@@ -120,7 +126,7 @@ func (o *Options) validate() error {
 	}
 	errs = append(errs, o.validateNB()...)
 	errs = append(errs, o.validateServing()...)
-	if !reconcile.ValidNetworkType(o.NetworkType) {
+	if o.NetworkType != "" && !reconcile.ValidNetworkType(o.NetworkType) {
 		errs = append(errs, fmt.Errorf("--network-type %q: want geneve, vxlan, stt or vlan", o.NetworkType))
 	}
 	if o.Shards < 1 || o.Shards > 4096 {
@@ -168,3 +174,25 @@ func (o *Options) usesSSL() bool {
 	}
 	return false
 }
+
+// inverted is a boolean flag stored negated, so that an Options literal's
+// zero value means the flag's default, true.
+type inverted struct{ p *bool }
+
+func (v inverted) String() string {
+	if v.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*v.p)
+}
+
+func (v inverted) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*v.p = !b
+	return nil
+}
+
+func (v inverted) IsBoolFlag() bool { return true }

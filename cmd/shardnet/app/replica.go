@@ -170,7 +170,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		ClaimIndex: c.ClaimIndex(), Catalog: c, Subnets: c.Registry, Claims: c.Allocator, Recorder: recorder,
 		NADs:          r.ctrl.Informers().NADs,
 		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
-		IPRecords: opts.IPRecords, Metrics: r.met,
+		IPRecords: opts.IPRecords, DisableEIPSNAT: opts.DisableEIPSNAT, Metrics: r.met,
 		Vips: c.Vips, Vlans: c.Vlans, VipWrites: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, VipMetrics: r.vips.met,
 		KeepVMIP: opts.KeepVMIP, PodIndex: c.PodInformer.GetIndexer(), VMs: r.ctrl.Informers().VMs,
 	}); err != nil {
