@@ -594,10 +594,19 @@ func (r *SubnetReconciler) ensureDHCP(ctx context.Context, s *kubeovnv1.Subnet, 
 			keep = append(keep, dhcpFamily(netip.MustParsePrefix(spec.CIDR)))
 		}
 	}
+	// deleted are the UUIDs of the rows this run deletes.
+	deleted := map[string]bool{}
 	if len(keep) < 2 {
 		dops, err := r.cfg.NB.DeleteDHCPOptions(s.Name, keep...)
 		if err != nil {
 			return "", err
+		}
+		for _, op := range dops {
+			if op.Op == ovsdb.OperationDelete && len(op.Where) == 1 {
+				if u, ok := op.Where[0].Value.(ovsdb.UUID); ok {
+					deleted[u.GoUUID] = true
+				}
+			}
 		}
 		ops = append(ops, dops...)
 	}
@@ -615,6 +624,18 @@ func (r *SubnetReconciler) ensureDHCP(ctx context.Context, s *kubeovnv1.Subnet, 
 			v4 = row.UUID
 		} else {
 			v6 = row.UUID
+		}
+	}
+	if !s.Spec.EnableDHCP {
+		// Without DHCP the status fields are left as they are (a kube-ovn
+		// Subnet taken over may carry its own), except those naming the
+		// rows just deleted.
+		v4, v6 = s.Status.DHCPv4OptionsUUID, s.Status.DHCPv6OptionsUUID
+		if deleted[v4] {
+			v4 = ""
+		}
+		if deleted[v6] {
+			v6 = ""
 		}
 	}
 	if s.Status.DHCPv4OptionsUUID == v4 && s.Status.DHCPv6OptionsUUID == v6 {

@@ -58,6 +58,23 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
+// startKubeOVNCluster is startCluster with kube-ovn's own CRDs (pinned
+// copies of the published schemas) in place of shardnet's opt-in ones,
+// and the namespaces nss.
+func startKubeOVNCluster(t *testing.T, nss ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, replicas: map[string]*runningReplica{}}
+	c.kube = harness.StartKubeWithCRDs(t, harness.DefaultCRDDirs(t)[0], harness.KubeOVNCRDDir(t))
+	c.kube.StartKwok(t)
+	c.nb = harness.StartNB(t)
+	c.view = harness.NBView(t, client.WithEndpoint(c.nb.Endpoint))
+	t.Cleanup(c.stopAll)
+	for _, ns := range append([]string{"shardnet-system"}, nss...) {
+		c.namespace(ns)
+	}
+	return c
+}
+
 // options are a test replica's flags: short leases so that the suite
 // moves shards quickly.
 func (c *cluster) options(identity string) app.Options {

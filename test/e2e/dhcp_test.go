@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-kubernetes/libovsdb/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,15 +29,8 @@ import (
 // turned off deletes them (and the ports' references go with them);
 // turned on again, the pods' ports refer to the new rows.
 func TestDHCPOptionsFollowTheSubnet(t *testing.T) {
-	c := &cluster{t: t, replicas: map[string]*runningReplica{}}
-	c.kube = harness.StartKubeWithCRDs(t, harness.DefaultCRDDirs(t)[0], harness.KubeOVNCRDDir(t))
-	c.kube.StartKwok(t)
+	c := startKubeOVNCluster(t, "dhcp")
 	c.kube.InstallNADCRD(t)
-	c.nb = harness.StartNB(t)
-	c.view = harness.NBView(t, client.WithEndpoint(c.nb.Endpoint))
-	t.Cleanup(c.stopAll)
-	c.namespace("shardnet-system")
-	c.namespace("dhcp")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-kubernetes/libovsdb/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/reconcile"
-	"github.com/shardnet/shardnet/test/harness"
 )
 
 // TestVipPods runs the Vip path on real servers, with kube-ovn's own Vip
@@ -35,13 +33,7 @@ import (
 //     address, MAC and port, the claim stays; once the pod is gone the Vip
 //     and its claim go.
 func TestVipPods(t *testing.T) {
-	c := &cluster{t: t, replicas: map[string]*runningReplica{}}
-	c.kube = harness.StartKubeWithCRDs(t, harness.DefaultCRDDirs(t)[0], harness.KubeOVNCRDDir(t))
-	c.kube.StartKwok(t)
-	c.nb = harness.StartNB(t)
-	c.view = harness.NBView(t, client.WithEndpoint(c.nb.Endpoint))
-	t.Cleanup(c.stopAll)
-	c.namespace("shardnet-system")
+	c := startKubeOVNCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

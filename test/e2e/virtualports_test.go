@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-kubernetes/libovsdb/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,7 +14,6 @@ import (
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/reconcile"
-	"github.com/shardnet/shardnet/test/harness"
 )
 
 // TestVirtualPortsFollowPods runs a Subnet's spec.vips on real servers
@@ -26,14 +24,7 @@ import (
 // created and deleted, whichever replica's shard serves them; a VIP
 // removed from the Subnet loses its port, the pods keep theirs.
 func TestVirtualPortsFollowPods(t *testing.T) {
-	c := &cluster{t: t, replicas: map[string]*runningReplica{}}
-	c.kube = harness.StartKubeWithCRDs(t, harness.DefaultCRDDirs(t)[0], harness.KubeOVNCRDDir(t))
-	c.kube.StartKwok(t)
-	c.nb = harness.StartNB(t)
-	c.view = harness.NBView(t, client.WithEndpoint(c.nb.Endpoint))
-	t.Cleanup(c.stopAll)
-	c.namespace("shardnet-system")
-	c.namespace("vp")
+	c := startKubeOVNCluster(t, "vp")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
