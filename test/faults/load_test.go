@@ -380,19 +380,32 @@ func (l *load) deletePod(ctx context.Context, p *podRec) {
 }
 
 func deleteIncarnation(ctx context.Context, e *env, p *podRec, rec *recorder) error {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A delete that fails while the API server is away is tried again,
+	// as a user or a controller would: the load counts the pod gone, and
+	// one left alive would fill the nearly full subnet behind its back.
+	cctx, cancel := context.WithTimeout(ctx, deleteRetryFor)
 	defer cancel()
 	zero := int64(0)
 	uid := p.uid
 	rec.markDeleted(p, time.Now())
-	err := e.kube.Client.CoreV1().Pods(p.ns).Delete(cctx, p.name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid},
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %s: %w", p.key(), err)
+	for {
+		err := e.kube.Client.CoreV1().Pods(p.ns).Delete(cctx, p.name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid},
+		})
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("deleting %s: %w", p.key(), err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return nil
 }
+
+// deleteRetryFor bounds the retries of one delete: longer than any
+// outage a case makes.
+const deleteRetryFor = 90 * time.Second
 
 // recreate deletes the pod, waits until it is gone and creates it again
 // under its name, with the same static address if it had one.
