@@ -88,9 +88,7 @@ type Cache struct {
 	started atomic.Bool
 	wg      sync.WaitGroup
 
-	// mu guards handlers.
-	mu       sync.Mutex
-	handlers []func(namespace, name string)
+	handlers served.Handlers
 }
 
 // New returns a Cache that lists and watches through dyn once disc
@@ -188,9 +186,7 @@ func isKubeVirt(apiVersion string) bool { return strings.HasPrefix(apiVersion, "
 // VMI after each add, update and delete. fn runs on an informer's event
 // goroutine and must not block. Register before Start.
 func (c *Cache) OnChange(fn func(namespace, name string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.handlers = append(c.handlers, fn)
+	c.handlers.Add(fn)
 }
 
 func (c *Cache) run(ctx context.Context) {
@@ -231,17 +227,7 @@ func (c *Cache) runInformers(ctx context.Context) {
 }
 
 func (c *Cache) notify(obj any) {
-	name, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		runtime.HandleError(fmt.Errorf("KubeVirt event without a name: %w", err))
-		return
-	}
-	c.mu.Lock()
-	handlers := c.handlers
-	c.mu.Unlock()
-	for _, fn := range handlers {
-		fn(name.Namespace, name.Name)
-	}
+	c.handlers.Notify("KubeVirt", obj)
 }
 
 // Trim is the informers' transform: it keeps what Object reads. It returns

@@ -60,8 +60,7 @@ type NADs struct {
 	started atomic.Bool
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	handlers []func(namespace, name string)
+	handlers served.Handlers
 }
 
 // New returns NADs that list and watch through dyn once disc reports the
@@ -145,9 +144,7 @@ func (n *NADs) Config(namespace, name string) (config string, found bool, err er
 // goroutine and must not block. Register before Start so no event is
 // missed.
 func (n *NADs) OnChange(fn func(namespace, name string)) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.handlers = append(n.handlers, fn)
+	n.handlers.Add(fn)
 }
 
 func (n *NADs) run(ctx context.Context) {
@@ -179,17 +176,7 @@ func (n *NADs) runInformer(ctx context.Context) {
 }
 
 func (n *NADs) notify(obj any) {
-	name, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		runtime.HandleError(fmt.Errorf("NetworkAttachmentDefinition event without a name: %w", err))
-		return
-	}
-	n.mu.Lock()
-	handlers := n.handlers
-	n.mu.Unlock()
-	for _, fn := range handlers {
-		fn(name.Namespace, name.Name)
-	}
+	n.handlers.Notify("NetworkAttachmentDefinition", obj)
 }
 
 // Trim is the informer's transform: it keeps metadata.name, namespace and

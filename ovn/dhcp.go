@@ -119,20 +119,25 @@ func (c *Client) EnsureDHCPOptions(spec DHCPSpec) ([]ovsdb.Operation, error) {
 }
 
 // DeleteDHCPOptions returns the ops that delete the switch's rows of the
-// families not in keep (all of them when keep is empty). Ports refer to
-// the rows weakly: the server clears their references with the rows.
-func (c *Client) DeleteDHCPOptions(sw string, keep ...string) ([]ovsdb.Operation, error) {
+// families not in keep (all of them when keep is empty), and the UUIDs of
+// those rows. Ports refer to the rows weakly: the server clears their
+// references with the rows.
+func (c *Client) DeleteDHCPOptions(sw string, keep ...string) ([]ovsdb.Operation, []string, error) {
 	if err := c.Ready(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var ops []ovsdb.Operation
+	var (
+		ops     []ovsdb.Operation
+		deleted []string
+	)
 	for _, family := range []string{DHCPv4, DHCPv6} {
 		if slices.Contains(keep, family) {
 			continue
 		}
 		for _, r := range c.subnetDHCPRows(sw, family, DefaultVendor) {
 			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: nbdb.DHCPOptionsTable, Where: uuidWhere(r.UUID)})
+			deleted = append(deleted, r.UUID)
 		}
 	}
-	return ops, nil
+	return ops, deleted, nil
 }

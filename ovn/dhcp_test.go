@@ -100,14 +100,16 @@ func TestSubnetDHCPOptions(t *testing.T) {
 
 	// The subnet becomes IPv4 only: its IPv6 row goes, and with it the
 	// port's reference.
-	apply(c.DeleteDHCPOptions("vms", DHCPv4))
+	dops, _, err := c.DeleteDHCPOptions("vms", DHCPv4)
+	apply(dops, err)
 	eventually(t, "IPv6 row gone, reference cleared", func() bool {
 		_, ok := c.SubnetDHCPOptions("vms", DHCPv6)
 		p, _ := c.Port("vm1.default")
 		return !ok && p.Dhcpv6Options == nil && deref(p.Dhcpv4Options) == row4.UUID
 	})
 	// enableDHCP off: every subnet row goes; the foreign rows stay.
-	apply(c.DeleteDHCPOptions("vms"))
+	dops, _, err = c.DeleteDHCPOptions("vms")
+	apply(dops, err)
 	eventually(t, "subnet rows gone", func() bool {
 		_, ok := c.SubnetDHCPOptions("vms", DHCPv4)
 		p, _ := c.Port("vm1.default")

@@ -111,13 +111,14 @@ func (c *Client) EnsureVirtualPorts(sw string, vips []string, parents map[string
 			)
 			continue
 		}
+		want := map[string]string{OptionVirtualIP: v}
 		var muts []ovsdb.Mutation
-		muts = append(muts, setKeys("options", cur.Options, map[string]string{OptionVirtualIP: v})...)
 		if list != "" {
-			muts = append(muts, setKeys("options", cur.Options, map[string]string{OptionVirtualParents: list})...)
+			want[OptionVirtualParents] = list
 		} else {
-			muts = append(muts, dropKeys("options", cur.Options, []string{OptionVirtualParents})...)
+			muts = dropKeys("options", cur.Options, []string{OptionVirtualParents})
 		}
+		muts = append(muts, setKeys("options", cur.Options, want)...)
 		where := uuidWhere(cur.UUID)
 		if cur.Type != PortTypeVirtual {
 			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchPortTable, Where: where, Row: ovsdb.Row{"type": PortTypeVirtual}})

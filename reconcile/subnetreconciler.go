@@ -414,7 +414,7 @@ func (r *SubnetReconciler) deleteSwitch(ctx context.Context, name string) error 
 	}
 	// DHCP_Options rows are root rows: they outlive the switch unless
 	// deleted.
-	dops, err := r.cfg.NB.DeleteDHCPOptions(name)
+	dops, _, err := r.cfg.NB.DeleteDHCPOptions(name)
 	if err != nil {
 		return err
 	}
@@ -595,20 +595,13 @@ func (r *SubnetReconciler) ensureDHCP(ctx context.Context, s *kubeovnv1.Subnet, 
 		}
 	}
 	// deleted are the UUIDs of the rows this run deletes.
-	deleted := map[string]bool{}
+	var deleted []string
 	if len(keep) < 2 {
-		dops, err := r.cfg.NB.DeleteDHCPOptions(s.Name, keep...)
+		dops, uuids, err := r.cfg.NB.DeleteDHCPOptions(s.Name, keep...)
 		if err != nil {
 			return "", err
 		}
-		for _, op := range dops {
-			if op.Op == ovsdb.OperationDelete && len(op.Where) == 1 {
-				if u, ok := op.Where[0].Value.(ovsdb.UUID); ok {
-					deleted[u.GoUUID] = true
-				}
-			}
-		}
-		ops = append(ops, dops...)
+		ops, deleted = append(ops, dops...), uuids
 	}
 	if err := r.transact(ctx, ops); err != nil {
 		return "", fmt.Errorf("writing DHCP options of %s: %w", s.Name, err)
@@ -631,10 +624,10 @@ func (r *SubnetReconciler) ensureDHCP(ctx context.Context, s *kubeovnv1.Subnet, 
 		// Subnet taken over may carry its own), except those naming the
 		// rows just deleted.
 		v4, v6 = s.Status.DHCPv4OptionsUUID, s.Status.DHCPv6OptionsUUID
-		if deleted[v4] {
+		if slices.Contains(deleted, v4) {
 			v4 = ""
 		}
-		if deleted[v6] {
+		if slices.Contains(deleted, v6) {
 			v6 = ""
 		}
 	}
