@@ -313,6 +313,27 @@ func (f *family) release(a netip.Addr) bool {
 	return f.alloc.clear(off)
 }
 
+// taken appends every address held in the family: the set bits of the
+// window and the static addresses beyond it.
+func (f *family) taken(out []netip.Addr) []netip.Addr {
+	for i := range f.alloc.words {
+		w := f.alloc.words[i].Load()
+		for w != 0 {
+			b := uint64(bits.TrailingZeros64(w))
+			w &= w - 1
+			if off := uint64(i)*64 + b; off < f.size {
+				out = append(out, f.addr(off))
+			}
+		}
+	}
+	f.outside.mu.Lock()
+	for a := range f.outside.m {
+		out = append(out, a)
+	}
+	f.outside.mu.Unlock()
+	return out
+}
+
 // isFree reports whether a static allocation of a could succeed here.
 func (f *family) isFree(a netip.Addr) bool {
 	if !f.prefix.Contains(a) {

@@ -454,6 +454,19 @@ func (s *Subnet) Release(a Addresses) int {
 	return n
 }
 
+// Taken lists every address the subnet holds, however it was taken; it is
+// a snapshot and costs a scan of the bitmap, like Usage.
+func (s *Subnet) Taken() []netip.Addr {
+	var out []netip.Addr
+	if s.v4 != nil {
+		out = s.v4.taken(out)
+	}
+	if s.v6 != nil {
+		out = s.v6.taken(out)
+	}
+	return out
+}
+
 // IsFree reports whether addr is in the subnet, is not the network,
 // broadcast or gateway address, and is not held: whether AllocateStatic
 // of it could succeed now. It is a snapshot.

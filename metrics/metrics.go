@@ -25,6 +25,7 @@ type Metrics struct {
 	ipamUsed          *prometheus.GaugeVec
 	ipamFree          *prometheus.GaugeVec
 	ipamRepairs       prometheus.Counter
+	ipamStrays        prometheus.Counter
 	leader            prometheus.Gauge
 	// topologyDiffs counts Northbound rows left as they are although they
 	// differ from their Subnet (reconcile.TopologyMetrics).
@@ -88,6 +89,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ipamRepairs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shardnet_ipam_bitmap_repairs_total", Help: "Claimed addresses found free in this replica's bitmap and marked again.",
 		}),
+		ipamStrays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shardnet_ipam_bitmap_strays_freed_total", Help: "Addresses this replica's bitmap held with no claim, hold or node address behind them, freed again.",
+		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "shardnet_leader", Help: "1 while this replica is the leader.",
 		}),
@@ -99,7 +103,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"stage"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconciles, m.annotated, m.batchRequests, m.batchOps,
-		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.ipamRepairs, m.leader, m.stages} {
+		m.txnLatency, m.txns, m.splits, m.fenceRejections, m.gcRemovals, m.ipamUsed, m.ipamFree, m.ipamRepairs, m.ipamStrays, m.leader, m.stages} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -157,6 +161,10 @@ func (m *Metrics) Collected(n int) { m.gcRemovals.Add(float64(n)) }
 // BitmapRepaired counts claimed addresses a bitmap had lost and that were
 // marked again (reconcile.Subnets.Refresh).
 func (m *Metrics) BitmapRepaired(n uint64) { m.ipamRepairs.Add(float64(n)) }
+
+// BitmapStraysFreed counts addresses a bitmap held that nothing claimed or
+// held, freed again (reconcile.Subnets.Refresh).
+func (m *Metrics) BitmapStraysFreed(n uint64) { m.ipamStrays.Add(float64(n)) }
 
 // SetLeader records whether this replica leads, which also starts or
 // stops the export of kube-ovn's subnet gauges.

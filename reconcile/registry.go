@@ -42,8 +42,12 @@ type Subnets struct {
 	// entries is by subnet name; an entry with a nil subnet records a spec
 	// that could not be built, with its error.
 	entries map[string]*subnetEntry
-	// repaired counts the bits Refresh marked again (see Repaired).
-	repaired atomic.Uint64
+	// repaired counts the bits Refresh marked again (see Repaired); freed
+	// the stray bits it cleared (see StraysFreed).
+	repaired, freed atomic.Uint64
+	// sweepMu serialises the sweeps of Refresh, which keep each entry's
+	// strays from one pass to the next.
+	sweepMu sync.Mutex
 
 	// holdSource reads the places an address can be in use outside the
 	// claims; nil until SetHoldSource. holds is the last result, applied
@@ -61,6 +65,9 @@ type subnetEntry struct {
 	// usage is the last snapshot of the subnet's counters (see Refresh);
 	// HasFree reads it instead of scanning the bitmap per pod.
 	usage []ipam.FamilyUsage
+	// strays are the addresses the last sweep found held in the bitmap
+	// with nothing behind them (guarded by Subnets.sweepMu).
+	strays map[netip.Addr]bool
 }
 
 // NewSubnets returns an empty registry whose subnets use the given number
@@ -215,6 +222,13 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 			r.repaired.Add(uint64(n))
 			klog.Background().Info("Marked claimed addresses the bitmap had lost", "subnet", name, "addresses", n)
 		}
+		if r.lister != nil {
+			if freed := r.sweep(name, e, claims); len(freed) > 0 {
+				r.freed.Add(uint64(len(freed)))
+				klog.Background().Info("Freed addresses the bitmap held with no claim, hold or node address behind them",
+					"subnet", name, "addresses", len(freed), "first", freed[0])
+			}
+		}
 		u := e.subnet.Usage()
 		if r.lister != nil {
 			// The node addresses inside the subnet are held too (never
@@ -264,6 +278,57 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	}
 	return out
 }
+
+// sweep is Repair's other half: it frees the addresses the bitmap holds
+// with no claim, no hold and no node address behind them, once two passes
+// in a row found them so, and returns them. Such a bit is left behind when
+// a claim's delete event is handled before a pick of its address learns
+// that it was claimed (AlreadyExists keeps the bit set), or by holds read
+// from caches that had fallen behind (a watch that expired and relisted):
+// it hides the address from every pick and the counters until restart.
+// The second pass spares an allocation in flight (its bit set, its claim
+// not yet in the cache), and each address is asked again just before it
+// is freed. Freeing a bit whose claim arrives meanwhile costs at most a
+// create that fails (the claim's name is the address) until Repair marks
+// it again; it never hands an address out twice.
+func (r *Subnets) sweep(name string, e *subnetEntry, claims []*v1alpha1.AddressClaim) []netip.Addr {
+	r.sweepMu.Lock()
+	defer r.sweepMu.Unlock()
+	claimed := make(map[netip.Addr]bool, len(claims))
+	for _, c := range claims {
+		if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
+			claimed[a.Unmap()] = true
+		}
+	}
+	held := e.subnet.Held()
+	next := map[netip.Addr]bool{}
+	var freed []netip.Addr
+	for _, a := range e.subnet.Taken() {
+		if _, h := held[a]; h || claimed[a] || slices.Contains(e.nodeIPs, a) {
+			continue
+		}
+		if !e.strays[a] {
+			next[a] = true
+			continue
+		}
+		if _, h := e.subnet.HeldBy(a); h || r.claimed(name, a) {
+			continue
+		}
+		one := ipam.Addresses{V4: a}
+		if !a.Is4() {
+			one = ipam.Addresses{V6: a}
+		}
+		if e.subnet.Release(one) > 0 {
+			freed = append(freed, a)
+		}
+	}
+	e.strays = next
+	return freed
+}
+
+// StraysFreed is how many stray bits Refresh has freed since the registry
+// was made (see sweep).
+func (r *Subnets) StraysFreed() uint64 { return r.freed.Load() }
 
 // Repaired is how many claimed addresses Refresh has found missing from a
 // bitmap and marked again since the registry was made.

@@ -110,8 +110,13 @@ func electionTimings(cfg Config) (leaseDuration, renewDeadline time.Duration) {
 // It returns when the planner wants to run again.
 func (c *Coordinator) lead(ctx context.Context) time.Time {
 	logger := klog.FromContext(ctx)
-	c.confirmExpiries(ctx)
+	// One reading of the clock for the confirmation and the plan: with a
+	// later one the planner could find a member expired that the
+	// confirmation, a moment earlier, did not yet suspect, and move its
+	// shards away although its Lease is renewed (seen while this
+	// replica's watches stalled).
 	now := c.clock.Now()
+	c.confirmExpiries(ctx, now)
 	c.mu.Lock()
 	table, rv := c.table, c.tableRV
 	members := make([]Member, 0, len(c.observed))
@@ -175,8 +180,8 @@ func cmpString(a, b string) int {
 
 // confirmExpiries reads live the Leases of members that look expired, so a
 // stalled watch cannot make the leader hand a live member's shards away.
-func (c *Coordinator) confirmExpiries(ctx context.Context) {
-	now := c.clock.Now()
+// now is the time the planner step that follows uses.
+func (c *Coordinator) confirmExpiries(ctx context.Context, now time.Time) {
 	c.mu.Lock()
 	var suspects []string
 	for name, o := range c.observed {

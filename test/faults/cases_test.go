@@ -46,6 +46,10 @@ type caseResult struct {
 	// baseline the longest before the fault, under the same load.
 	outage, baseline stall
 	delays           delayStats
+	// caught is the work pending when the fault was healed and how long
+	// it took after the heal; took is the whole case.
+	caught           catchUp
+	took             time.Duration
 	created, deleted int
 	// sampled is invariant (a) during the load: samples, failed reads,
 	// the largest count, and examples.
@@ -79,6 +83,7 @@ func TestFaults(t *testing.T) {
 		{name: "nb-unreachable", fault: northboundAway},
 		{name: "apiserver-restart", fault: restartAPIServer},
 		{name: "etcd-restart", fault: restartEtcd},
+		{name: "watch-gap", fault: watchGap, env: envConfig{watchGap: true}},
 		{name: "scale-down-up", fault: scaleDownUp},
 		{name: "rolling-restart", fault: rollingRestart},
 	}
@@ -99,11 +104,17 @@ func TestFaults(t *testing.T) {
 func runCase(t *testing.T, bin string, r *caseResult, f fault, ec envConfig) {
 	name := r.name
 	r.started = true
+	caseStart := time.Now()
+	defer func() { r.took = time.Since(caseStart) }()
 	e := newEnv(t, bin, ec)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	for i := range 3 {
-		e.startReplica(fmt.Sprintf("shardnet-%d", i))
+		id := fmt.Sprintf("shardnet-%d", i)
+		e.startReplica(id)
+		if id == e.gated {
+			e.waitLeader(ctx, id, time.Minute)
+		}
 	}
 	e.waitWhole(ctx, "three replicas running every shard", 3*time.Minute)
 	rec := startRecorder(t, e)
@@ -161,6 +172,7 @@ func runCase(t *testing.T, bin string, r *caseResult, f fault, ec envConfig) {
 	r.outage = longestStall(recs, fi.injected, quietAt)
 	r.baseline = longestStall(recs, loadStart.Add(5*time.Second), fi.injected)
 	r.delays = delays(recs, fi.injected, recoveredAt)
+	r.caught = catchUpAfter(recs, fi.healed)
 	for _, p := range recs {
 		if !p.created.Before(fi.injected) && !p.created.After(recoveredAt) {
 			r.created++
@@ -175,6 +187,10 @@ func runCase(t *testing.T, bin string, r *caseResult, f fault, ec envConfig) {
 		name, r.outage.length.Round(time.Millisecond), r.outage.shard, r.outage.start.Sub(fi.injected).Round(time.Millisecond),
 		r.baseline.length.Round(time.Millisecond), r.baseline.shard, r.created,
 		r.delays.p50.Round(time.Millisecond), r.delays.max.Round(time.Millisecond), r.delays.deletedFirst, r.delays.never)
+	if c := r.caught; c.pending > 0 {
+		t.Logf("%s: %d pods waiting when the fault was healed (by shard %v), allocated p50 %v and the last %v after the heal: %s; %s", name, c.pending,
+			c.byShard, c.p50.Round(time.Millisecond), c.last.Round(time.Millisecond), describePod(c.lastPod), keyTrail(e, c.lastPod.key()))
+	}
 	for _, p := range r.outage.waiting[:min(len(r.outage.waiting), 5)] {
 		t.Logf("%s: waiting in the longest stall: %s, created +%v after the fault; %s", name, describePod(p),
 			p.created.Sub(fi.injected).Round(time.Millisecond), keyTrail(e, p.key()))
@@ -741,11 +757,11 @@ func scanLog(path string, from int64) logCounts {
 // shardnet-faults-report.md in the system's temp dir, and logs it.
 func writeReport(t *testing.T, results []caseResult) {
 	var b strings.Builder
-	b.WriteString("| case | cluster whole after | outage (longest shard stall; before the fault) | allocation delay p50 / max | created / deleted during the fault | violations | fault |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| case | cluster whole after | outage (longest shard stall; before the fault) | allocation delay p50 / max | waiting at the heal: pods, allocated after p50 / last | created / deleted during the fault | violations | case took | fault |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		if !r.complete {
-			fmt.Fprintf(&b, "| %s | did not complete: see the test log | | | | | %s |\n", r.name, r.note)
+			fmt.Fprintf(&b, "| %s | did not complete: see the test log | | | | | | %v | %s |\n", r.name, r.took.Round(time.Second), r.note)
 			continue
 		}
 		vs := []string{fmt.Sprintf("a(load) %d in %d samples", r.sampledMax, r.samples)}
@@ -760,14 +776,16 @@ func writeReport(t *testing.T, results []caseResult) {
 		if r.delays.never > 0 {
 			delay += fmt.Sprintf(" (%d never)", r.delays.never)
 		}
-		fmt.Fprintf(&b, "| %s | %v | %v (shard %d; %v) | %s | %d / %d | %s | %s |\n",
+		caught := fmt.Sprintf("%d, %v / %v", r.caught.pending, r.caught.p50.Round(10*time.Millisecond), r.caught.last.Round(10*time.Millisecond))
+		fmt.Fprintf(&b, "| %s | %v | %v (shard %d; %v) | %s | %s | %d / %d | %s | %v | %s |\n",
 			r.name, r.recovered.Round(10*time.Millisecond), r.outage.length.Round(10*time.Millisecond), r.outage.shard,
-			r.baseline.length.Round(10*time.Millisecond), delay, r.created, r.deleted, strings.Join(vs, " · "), r.note)
+			r.baseline.length.Round(10*time.Millisecond), delay, caught, r.created, r.deleted, strings.Join(vs, " · "), r.took.Round(time.Second), r.note)
 	}
 	b.WriteString(`
 - cluster whole: every shard active and run by a live replica's current process, every replica ready, a live leader (assignment ConfigMap, member and election Leases, /readyz).
 - outage: the longest time, from the fault until quiescence, that some shard had a pod waiting for its addresses without allocating any; in brackets the same before the fault, under the same load.
 - allocation delay: from the create to the first sight of ` + "`allocated=true`" + `, for the pods created between the fault and the cluster whole again.
+- waiting at the heal: the pods created before the fault was healed (the component back; for a kill without restart, the kill) and not yet allocated then, and how long after the heal they were allocated.
 - a(load): addresses held twice, sampled every 2 s during the load; a, b, c, d: the invariants once quiet (a: an address on two live pods or two ports; b: a live pod not allocated and routed with exactly one port, claim and IP record carrying its annotated address; c: a port, claim or IP record of a pod that is gone; d: Subnet counters that differ from the claims); w (split-brain cases): new ports or claims for pods deleted before SIGCONT, addresses held twice, or (a stopped leader) Subnet status fields written by the resumed process, in the 10 s after SIGCONT, and a resumed process that did not start afresh; u (nb-unreachable): a replica that stayed ready while the Northbound was away, or a shard that moved from the kill until the cluster was whole; races: data races the replicas reported.
 `)
 	path := os.Getenv("SHARDNET_FAULTS_REPORT")

@@ -110,6 +110,12 @@ type env struct {
 	// its late delete could remove the re-created pod.
 	kwokNodes  []string
 	staticNode string
+	// gate stands between the replica gated and the API server in a case
+	// with envConfig.watchGap; the other replicas reach it directly.
+	gate  *apiGate
+	gated string
+	// gateArgs are the gated replica's flags.
+	gateArgs []string
 }
 
 // envConfig is what a case changes in its cluster.
@@ -117,6 +123,10 @@ type envConfig struct {
 	// nbCluster runs the Northbound as a 3-member RAFT cluster instead of
 	// a standalone server.
 	nbCluster bool
+	// watchGap has kube-apiserver serve pod watches from etcd
+	// (--watch-cache-sizes=pods#0) and replica shardnet-0, started first
+	// so that it leads, reach it through an apiGate.
+	watchGap bool
 }
 
 // newEnv starts the servers, the nodes, the namespaces and the subnets.
@@ -124,7 +134,12 @@ type envConfig struct {
 func newEnv(t *testing.T, bin string, cfg envConfig) *env {
 	t.Helper()
 	e := &env{t: t, bin: bin, binDir: t.TempDir(), replicas: map[string]*harness.Replica{}}
-	e.kube = harness.StartKube(t)
+	if cfg.watchGap {
+		e.kube = harness.StartKubeWith(t, harness.KubeOptions{APIServerArgs: []string{"--watch-cache-sizes=pods#0"}})
+		e.gate, e.gated = startGate(t, e.kube), "shardnet-0"
+	} else {
+		e.kube = harness.StartKube(t)
+	}
 	e.kube.StartKwok(t)
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval = 50*time.Millisecond, time.Second
@@ -186,6 +201,9 @@ func newEnv(t *testing.T, bin string, cfg envConfig) *env {
 		"--memory-limit=none",
 		"--v=2",
 	}
+	if e.gate != nil {
+		e.gateArgs = append(slices.Clone(e.args), "--kubeconfig="+e.gate.kubeconfig)
+	}
 	return e
 }
 
@@ -199,7 +217,12 @@ func (e *env) startReplica(id string) *harness.Replica {
 			e.t.Fatal(err)
 		}
 	}
-	r := harness.StartReplica(e.t, bin, id, e.args...)
+	args := e.args
+	if id == e.gated {
+		// The later flag wins.
+		args = e.gateArgs
+	}
+	r := harness.StartReplica(e.t, bin, id, args...)
 	e.mu.Lock()
 	e.replicas[id] = r
 	e.started = append(e.started, r)
@@ -396,6 +419,21 @@ func (e *env) waitWhole(ctx context.Context, what string, timeout time.Duration)
 		return nil
 	})
 	return at
+}
+
+// waitLeader waits until id holds the leader Lease.
+func (e *env) waitLeader(ctx context.Context, id string, timeout time.Duration) {
+	e.t.Helper()
+	waitFor(e.t, ctx, id+" leading", timeout, 100*time.Millisecond, func() error {
+		l, err := e.leader(ctx)
+		if err != nil {
+			return err
+		}
+		if l != id {
+			return fmt.Errorf("the leader is %q", l)
+		}
+		return nil
+	})
 }
 
 // ownedBy lists the shards the table gives id.

@@ -579,6 +579,45 @@ func delays(recs []podRec, from, to time.Time) delayStats {
 	return st
 }
 
+// catchUp is how the work pending when a fault was healed got done: the
+// pods created before the heal and neither allocated nor deleted by then,
+// and how long after the heal they were allocated (p50 and last; a pod
+// deleted before it was allocated is left out).
+type catchUp struct {
+	pending   int
+	p50, last time.Duration
+	// lastPod is the pod allocated last.
+	lastPod podRec
+	// byShard counts the pending pods per shard, for the log.
+	byShard map[int]int
+}
+
+func catchUpAfter(recs []podRec, healed time.Time) catchUp {
+	c := catchUp{byShard: map[int]int{}}
+	var ds []time.Duration
+	for _, p := range recs {
+		if p.created.After(healed) || (!p.allocated.IsZero() && !p.allocated.After(healed)) ||
+			(!p.deleted.IsZero() && !p.deleted.After(healed)) {
+			continue
+		}
+		if p.allocated.IsZero() || (!p.deleted.IsZero() && p.allocated.After(p.deleted)) {
+			continue
+		}
+		c.pending++
+		c.byShard[p.shard]++
+		d := p.allocated.Sub(healed)
+		if d > c.last || c.lastPod.name == "" {
+			c.last, c.lastPod = d, p
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		c.p50 = ds[len(ds)/2]
+	}
+	return c
+}
+
 // longestStall is the longest time within [from, to] that some shard had a
 // pod waiting for its addresses without allocating any pod: for each
 // shard, a stall starts when a pod starts waiting while none was, or at an

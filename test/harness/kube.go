@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,6 +51,19 @@ type Kube struct {
 	etcd, apiserver *Process
 	// etcdURL is etcd's client URL, for StartEtcd.
 	etcdURL string
+	// extraArgs are added to kube-apiserver's flags (KubeOptions).
+	extraArgs []string
+}
+
+// KubeOptions changes the cluster StartKubeWith starts.
+type KubeOptions struct {
+	// CRDDirs are installed as by StartKubeWithCRDs; nil means
+	// DefaultCRDDirs.
+	CRDDirs []string
+	// APIServerArgs are added to kube-apiserver's flags, e.g.
+	// --watch-cache=false for a fault test that needs watches served from
+	// etcd (and so answered 410 Gone once etcd compacted past them).
+	APIServerArgs []string
 }
 
 // StartKube starts etcd and kube-apiserver, waits until the API server is
@@ -66,9 +80,19 @@ func StartKube(t TB) *Kube {
 // Subnet and the shardnet.io AddressClaim.
 func StartKubeWithCRDs(t TB, dirs ...string) *Kube {
 	t.Helper()
+	return StartKubeWith(t, KubeOptions{CRDDirs: dirs})
+}
+
+// StartKubeWith is StartKube with the changes of opts.
+func StartKubeWith(t TB, opts KubeOptions) *Kube {
+	t.Helper()
+	dirs := opts.CRDDirs
+	if dirs == nil {
+		dirs = DefaultCRDDirs(t)
+	}
 	etcdBin := testBinary(t, "etcd")
 	apiserverBin := testBinary(t, "kube-apiserver")
-	k := &Kube{Dir: t.TempDir()}
+	k := &Kube{Dir: t.TempDir(), extraArgs: slices.Clone(opts.APIServerArgs)}
 
 	etcdURL := k.startEtcd(t, etcdBin)
 	k.etcdURL = etcdURL
@@ -142,17 +166,17 @@ func (k *Kube) startAPIServer(t TB, bin, etcdURL string) {
 	for attempt := 0; ; attempt++ {
 		port := freePort(t)
 		k.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
-		k.apiserver = newProcess("kube-apiserver", filepath.Join(k.Dir, "kube-apiserver.log"), nil, bin,
-			"--etcd-servers="+etcdURL,
+		args := append([]string{
+			"--etcd-servers=" + etcdURL,
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
 			fmt.Sprintf("--secure-port=%d", port),
-			"--cert-dir="+certDir,
-			"--token-auth-file="+tokens,
+			"--cert-dir=" + certDir,
+			"--token-auth-file=" + tokens,
 			"--authorization-mode=RBAC",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file="+saKey,
-			"--service-account-signing-key-file="+saKey,
+			"--service-account-key-file=" + saKey,
+			"--service-account-signing-key-file=" + saKey,
 			// An address range for Service objects only: nothing is sent
 			// to it, no service proxy runs.
 			"--service-cluster-ip-range=10.96.0.0/16",
@@ -166,7 +190,8 @@ func (k *Kube) startAPIServer(t TB, bin, etcdURL string) {
 			// /debug/pprof, for the bench to show where the server spends
 			// its time (admin client only).
 			"--profiling=true",
-			"--v=0")
+			"--v=0"}, k.extraArgs...)
+		k.apiserver = newProcess("kube-apiserver", filepath.Join(k.Dir, "kube-apiserver.log"), nil, append([]string{bin}, args...)...)
 		k.apiserver.start(t)
 		err := waitHTTP(k.apiserver, k.URL+"/readyz", AdminToken, 60*time.Second)
 		if err == nil {

@@ -384,7 +384,7 @@ func (r *incarnation) leaderTerm() (uint64, error) {
 func (r *incarnation) statusLoop(ctx context.Context) {
 	tick := time.NewTicker(r.opts.StatusInterval)
 	defer tick.Stop()
-	var repaired uint64
+	var repaired, freed uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -402,6 +402,10 @@ func (r *incarnation) statusLoop(ctx context.Context) {
 			if n := r.caches.Registry.Repaired(); n > repaired {
 				r.met.BitmapRepaired(n - repaired)
 				repaired = n
+			}
+			if n := r.caches.Registry.StraysFreed(); n > freed {
+				r.met.BitmapStraysFreed(n - freed)
+				freed = n
 			}
 		}
 	}
