@@ -114,7 +114,14 @@ func New(cfg Config) (*Controller, error) {
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Holder:          (*holder)(c),
 		OnLeading:       cfg.OnLeading,
-		ExitOnLoss:      cfg.ExitOnLoss,
+		// The member Lease written again after failed writes: the API
+		// server answers again.
+		OnRenewedAgain: func() {
+			if n := c.RetryWaiting(); n > 0 {
+				logger.Info("API server answers again: retrying the keys that failed meanwhile", "keys", n)
+			}
+		},
+		ExitOnLoss: cfg.ExitOnLoss,
 	})
 	if err != nil {
 		return nil, err
@@ -229,6 +236,23 @@ func (c *Controller) Enqueue(key string) bool {
 	}
 	run.q.Add(key)
 	return true
+}
+
+// RetryWaiting queues now, in every shard this replica runs, the keys
+// that wait out a failure's retry delay (queue.Queue.RetryNow), and
+// returns how many: for a dependency that is back after an outage.
+func (c *Controller) RetryWaiting() int {
+	c.mu.RLock()
+	qs := make([]*queue.Queue, 0, len(c.runs))
+	for _, run := range c.runs {
+		qs = append(qs, run.q)
+	}
+	c.mu.RUnlock()
+	n := 0
+	for _, q := range qs {
+		n += q.RetryNow()
+	}
+	return n
 }
 
 // enqueueFresh is enqueueObj for a pod that appeared: its key's earlier

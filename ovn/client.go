@@ -35,7 +35,10 @@ type Config struct {
 	// ConnectTimeout bounds each connection attempt (default 5s).
 	ConnectTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the delay between reconnection
-	// attempts (defaults 100ms and 5s). The client never stops retrying.
+	// attempts (defaults 100ms and 1s). The client never stops retrying.
+	// The bound is what a replica may lose after the server is back: a
+	// reconnect attempt a second costs ovsdb-server one TCP connect, and
+	// work waits no longer than that for a Northbound that returned.
 	MinBackoff, MaxBackoff time.Duration
 	// InactivityProbe sends an echo after this much silence from the
 	// server and reconnects if it is not answered within the same time
@@ -53,7 +56,7 @@ func (cfg *Config) setDefaults() {
 		cfg.MinBackoff = 100 * time.Millisecond
 	}
 	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = 5 * time.Second
+		cfg.MaxBackoff = time.Second
 	}
 	if cfg.InactivityProbe == 0 {
 		cfg.InactivityProbe = 15 * time.Second
@@ -148,6 +151,9 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = cfg.MinBackoff
 	bo.MaxInterval = cfg.MaxBackoff
+	// A little jitter keeps replicas from reconnecting in step without
+	// stretching the wait much past MaxBackoff.
+	bo.RandomizationFactor = 0.2
 	// libovsdb panics when its reconnect backoff gives up, so it must not.
 	bo.MaxElapsedTime = 0
 

@@ -97,6 +97,11 @@ type Queue struct {
 	started atomic.Bool
 	// stopOnce makes Drain and Stop idempotent and mutually exclusive.
 	stopOnce sync.Once
+
+	// backoffMu guards backoff: the keys waiting out a failure's retry
+	// delay, for RetryNow.
+	backoffMu sync.Mutex
+	backoff   map[string]struct{}
 }
 
 // New builds a shard queue.
@@ -115,7 +120,7 @@ func New(cfg Config) (*Queue, error) {
 		qc.Name = cfg.Name
 		qc.MetricsProvider = cfg.Metrics.provider(strconv.Itoa(cfg.Shard))
 	}
-	return &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc)}, nil
+	return &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc), backoff: map[string]struct{}{}}, nil
 }
 
 // Add queues key now; a key already waiting is not queued twice.
@@ -126,8 +131,43 @@ func (q *Queue) Add(key string) { q.wq.Add(key) }
 // earlier object kept failing (a pod re-created under the name of a pod
 // deleted while the Northbound was down).
 func (q *Queue) Fresh(key string) {
+	q.settled(key)
 	q.wq.Forget(key)
 	q.wq.Add(key)
+}
+
+// RetryNow queues every key that waits out a failure's retry delay now,
+// with its failures forgotten, and returns how many: for a dependency
+// that came back (the Northbound reconnected, the API server answers
+// again), so that the work that failed while it was away does not wait
+// out delays that grew during the outage. The delayed retry still comes
+// and finds the key done or does it once more.
+func (q *Queue) RetryNow() int {
+	q.backoffMu.Lock()
+	keys := make([]string, 0, len(q.backoff))
+	for k := range q.backoff {
+		keys = append(keys, k)
+	}
+	clear(q.backoff)
+	q.backoffMu.Unlock()
+	for _, k := range keys {
+		q.wq.Forget(k)
+		q.wq.Add(k)
+	}
+	return len(keys)
+}
+
+// Backoff is how many keys wait out a failure's retry delay.
+func (q *Queue) Backoff() int {
+	q.backoffMu.Lock()
+	defer q.backoffMu.Unlock()
+	return len(q.backoff)
+}
+
+func (q *Queue) settled(key string) {
+	q.backoffMu.Lock()
+	delete(q.backoff, key)
+	q.backoffMu.Unlock()
 }
 
 // Requeues is how many failures key has counted since it last succeeded.
@@ -203,6 +243,9 @@ func (q *Queue) next(ctx context.Context, h Handler) bool {
 		return true
 	}
 	err := q.call(ctx, h, key)
+	if err == nil || !isFailure(err) {
+		q.settled(key)
+	}
 	logger := klog.FromContext(ctx)
 	var after *retryAfter
 	var perm *permanent
@@ -216,6 +259,9 @@ func (q *Queue) next(ctx context.Context, h Handler) bool {
 		q.wq.Forget(key)
 		logger.Error(err, "Dropping key after a permanent error", "shard", q.cfg.Shard, "key", key)
 	default:
+		q.backoffMu.Lock()
+		q.backoff[key] = struct{}{}
+		q.backoffMu.Unlock()
 		q.wq.AddRateLimited(key)
 		logger.V(2).Info("Retrying key", "shard", q.cfg.Shard, "key", key, "requeues", q.wq.NumRequeues(key), "err", err)
 	}
@@ -232,6 +278,14 @@ func (q *Queue) call(ctx context.Context, h Handler, key string) (err error) {
 		}
 	}()
 	return h(ctx, key)
+}
+
+// isFailure reports whether err counts a failure that backs off (not a
+// RetryAfter or a Permanent error).
+func isFailure(err error) bool {
+	var after *retryAfter
+	var perm *permanent
+	return !errors.As(err, &after) && !errors.As(err, &perm)
 }
 
 type retryAfter struct {

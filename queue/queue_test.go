@@ -350,3 +350,40 @@ func TestFreshForgetsFailures(t *testing.T) {
 		t.Fatalf("first failure after Fresh waits %s, want the base delay", got)
 	}
 }
+
+// TestRetryNow: a key waiting out a long retry delay after a failure (the
+// Northbound away) is processed at once when RetryNow is called (it came
+// back), with its failures forgotten; a key that succeeded is not queued.
+func TestRetryNow(t *testing.T) {
+	q := newQueue(t, Config{Workers: 1, BaseDelay: time.Hour, MaxDelay: time.Hour, QPS: 100, Burst: 100})
+	r := newRecorder(func(key string, call int) error {
+		if key == "a" && call == 1 {
+			return errors.New("northbound away")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q.Start(ctx, r.handle)
+	q.Add("a")
+	q.Add("b")
+	wait(t, r.ch("a#1"), "the first call of a")
+	wait(t, r.ch("b#1"), "the first call of b")
+	// The failure is recorded once the handler has returned.
+	for deadline := time.Now().Add(30 * time.Second); q.Backoff() != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys in backoff, want 1 (a)", q.Backoff())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := q.RetryNow(); n != 1 {
+		t.Fatalf("RetryNow queued %d keys, want 1", n)
+	}
+	wait(t, r.ch("a#2"), "a retried now instead of after an hour")
+	if n := q.RetryNow(); n != 0 {
+		t.Errorf("a second RetryNow queued %d keys, want 0", n)
+	}
+	if got := r.count("b"); got != 1 {
+		t.Errorf("b was processed %d times, want 1", got)
+	}
+}

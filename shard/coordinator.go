@@ -83,6 +83,11 @@ type Config struct {
 	// promptly; work that lasts the term belongs in a goroutine that
 	// watches the context.
 	OnLeading func(ctx context.Context)
+	// OnRenewedAgain, if set, is called when the member Lease is written
+	// after one or more failed writes: the API server answers again, so
+	// work that failed while it did not can be retried now. It must return
+	// promptly.
+	OnRenewedAgain func()
 	// ExitOnLoss makes Run return ErrMembershipLost when a replica whose
 	// membership was lost (no renewal within RenewDeadline; every shard
 	// stopped) renews again and finds that a shard it held has moved

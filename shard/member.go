@@ -57,6 +57,7 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	timer := c.clock.NewTimer(c.cfg.RenewInterval)
 	defer timer.Stop()
+	failed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -69,6 +70,7 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 				return
 			}
 			logger.Error(err, "Renewing member lease")
+			failed = true
 			if c.clock.Since(time.Unix(0, c.renewedAt.Load())) > c.cfg.RenewDeadline {
 				c.lost.Store(true)
 				c.wake()
@@ -85,6 +87,12 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 		if c.lost.Load() {
 			c.lost.Store(false)
 			c.wake()
+		}
+		if failed {
+			failed = false
+			if f := c.cfg.OnRenewedAgain; f != nil {
+				f()
+			}
 		}
 		resetTimer(timer, c.cfg.RenewInterval)
 	}

@@ -188,8 +188,8 @@ func runCase(t *testing.T, bin string, r *caseResult, f fault, ec envConfig) {
 		r.baseline.length.Round(time.Millisecond), r.baseline.shard, r.created,
 		r.delays.p50.Round(time.Millisecond), r.delays.max.Round(time.Millisecond), r.delays.deletedFirst, r.delays.never)
 	if c := r.caught; c.pending > 0 {
-		t.Logf("%s: %d pods waiting when the fault was healed (by shard %v), allocated p50 %v and the last %v after the heal: %s; %s", name, c.pending,
-			c.byShard, c.p50.Round(time.Millisecond), c.last.Round(time.Millisecond), describePod(c.lastPod), keyTrail(e, c.lastPod.key()))
+		t.Logf("%s: %d pods waiting when the fault was healed (by shard %v), allocated the first %v, p50 %v and the last %v after the heal: %s; %s", name, c.pending,
+			c.byShard, c.first.Round(time.Millisecond), c.p50.Round(time.Millisecond), c.last.Round(time.Millisecond), describePod(c.lastPod), keyTrail(e, c.lastPod.key()))
 	}
 	for _, p := range r.outage.waiting[:min(len(r.outage.waiting), 5)] {
 		t.Logf("%s: waiting in the longest stall: %s, created +%v after the fault; %s", name, describePod(p),
@@ -757,7 +757,7 @@ func scanLog(path string, from int64) logCounts {
 // shardnet-faults-report.md in the system's temp dir, and logs it.
 func writeReport(t *testing.T, results []caseResult) {
 	var b strings.Builder
-	b.WriteString("| case | cluster whole after | outage (longest shard stall; before the fault) | allocation delay p50 / max | waiting at the heal: pods, allocated after p50 / last | created / deleted during the fault | violations | case took | fault |\n")
+	b.WriteString("| case | cluster whole after | outage (longest shard stall; before the fault) | allocation delay p50 / max | waiting at the heal: pods, allocated after first / p50 / last | created / deleted during the fault | violations | case took | fault |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		if !r.complete {
@@ -776,7 +776,8 @@ func writeReport(t *testing.T, results []caseResult) {
 		if r.delays.never > 0 {
 			delay += fmt.Sprintf(" (%d never)", r.delays.never)
 		}
-		caught := fmt.Sprintf("%d, %v / %v", r.caught.pending, r.caught.p50.Round(10*time.Millisecond), r.caught.last.Round(10*time.Millisecond))
+		caught := fmt.Sprintf("%d, %v / %v / %v", r.caught.pending, r.caught.first.Round(10*time.Millisecond),
+			r.caught.p50.Round(10*time.Millisecond), r.caught.last.Round(10*time.Millisecond))
 		fmt.Fprintf(&b, "| %s | %v | %v (shard %d; %v) | %s | %s | %d / %d | %s | %v | %s |\n",
 			r.name, r.recovered.Round(10*time.Millisecond), r.outage.length.Round(10*time.Millisecond), r.outage.shard,
 			r.baseline.length.Round(10*time.Millisecond), delay, caught, r.created, r.deleted, strings.Join(vs, " · "), r.took.Round(time.Second), r.note)
@@ -785,7 +786,7 @@ func writeReport(t *testing.T, results []caseResult) {
 - cluster whole: every shard active and run by a live replica's current process, every replica ready, a live leader (assignment ConfigMap, member and election Leases, /readyz).
 - outage: the longest time, from the fault until quiescence, that some shard had a pod waiting for its addresses without allocating any; in brackets the same before the fault, under the same load.
 - allocation delay: from the create to the first sight of ` + "`allocated=true`" + `, for the pods created between the fault and the cluster whole again.
-- waiting at the heal: the pods created before the fault was healed (the component back; for a kill without restart, the kill) and not yet allocated then, and how long after the heal they were allocated.
+- waiting at the heal: the pods created before the fault was healed (the component back; for a kill without restart, the kill) and not yet allocated then, and how long after the heal they were allocated: the first (how soon work resumed), p50 and the last (which includes working off the backlog at the machine's rate).
 - a(load): addresses held twice, sampled every 2 s during the load; a, b, c, d: the invariants once quiet (a: an address on two live pods or two ports; b: a live pod not allocated and routed with exactly one port, claim and IP record carrying its annotated address; c: a port, claim or IP record of a pod that is gone; d: Subnet counters that differ from the claims); w (split-brain cases): new ports or claims for pods deleted before SIGCONT, addresses held twice, or (a stopped leader) Subnet status fields written by the resumed process, in the 10 s after SIGCONT, and a resumed process that did not start afresh; u (nb-unreachable): a replica that stayed ready while the Northbound was away, or a shard that moved from the kill until the cluster was whole; races: data races the replicas reported.
 `)
 	path := os.Getenv("SHARDNET_FAULTS_REPORT")

@@ -581,11 +581,12 @@ func delays(recs []podRec, from, to time.Time) delayStats {
 
 // catchUp is how the work pending when a fault was healed got done: the
 // pods created before the heal and neither allocated nor deleted by then,
-// and how long after the heal they were allocated (p50 and last; a pod
-// deleted before it was allocated is left out).
+// and how long after the heal they were allocated (the first, which shows
+// how soon work resumed, p50, and the last, which also counts the
+// backlog; a pod deleted before it was allocated is left out).
 type catchUp struct {
-	pending   int
-	p50, last time.Duration
+	pending          int
+	first, p50, last time.Duration
 	// lastPod is the pod allocated last.
 	lastPod podRec
 	// byShard counts the pending pods per shard, for the log.
@@ -613,7 +614,7 @@ func catchUpAfter(recs []podRec, healed time.Time) catchUp {
 	}
 	if len(ds) > 0 {
 		slices.Sort(ds)
-		c.p50 = ds[len(ds)/2]
+		c.first, c.p50 = ds[0], ds[len(ds)/2]
 	}
 	return c
 }

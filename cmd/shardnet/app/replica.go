@@ -300,7 +300,8 @@ func (r *incarnation) run(ctx context.Context) error {
 	defer r.events.Shutdown()
 	loops, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
+	go func() { defer wg.Done(); r.nbRecoveryLoop(loops) }()
 	go func() { defer wg.Done(); r.vips.work(loops, r) }()
 	go func() { defer wg.Done(); r.statusLoop(loops) }()
 	go func() { defer wg.Done(); r.subnetWorker(loops) }()
@@ -311,6 +312,34 @@ func (r *incarnation) run(ctx context.Context) error {
 	r.vips.q.ShutDown()
 	wg.Wait()
 	return err
+}
+
+// nbPoll is how often nbRecoveryLoop reads the Northbound client's state
+// (a local check, no request).
+const nbPoll = 100 * time.Millisecond
+
+// nbRecoveryLoop watches the Northbound connection and, when it is ready
+// again after it was not, retries at once the keys that failed meanwhile
+// instead of letting them wait out retry delays that doubled during the
+// outage (controller.Controller.RetryWaiting).
+func (r *incarnation) nbRecoveryLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	t := time.NewTicker(nbPoll)
+	defer t.Stop()
+	ready := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := r.nb.Ready() == nil
+		if now && !ready {
+			n := r.ctrl.RetryWaiting()
+			logger.Info("Northbound ready again: retrying the keys that failed meanwhile", "keys", n)
+		}
+		ready = now
+	}
 }
 
 // onLeading starts a leadership term: the new leader re-runs every
