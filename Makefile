@@ -68,7 +68,7 @@ test-e2e: deps testbin ## Run only the end-to-end suites under test/.
 FAULTS_REPORT ?= $(or $(TMPDIR),/tmp)/shardnet-faults-report.md
 
 .PHONY: test-faults
-test-faults: deps testbin ## The whole fault suite under load (eleven cases: replica, leader, Northbound, API server and etcd faults, split brain, scaling; ~35 min); prints its report table.
+test-faults: deps testbin ## The whole fault suite under load (twelve cases: replica, leader, Northbound, API server and etcd faults, split brain, an expired watch, scaling; ~17 min); prints its report table.
 	@rm -f $(FAULTS_REPORT)
 	SHARDNET_FAULTS=1 SHARDNET_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test -race -count=1 -timeout=90m ./test/faults/; \
 		status=$$?; cat $(FAULTS_REPORT) 2>/dev/null; exit $$status

@@ -76,8 +76,8 @@ func TestFaults(t *testing.T) {
 	}{
 		{name: "kill-follower", fault: killFollower},
 		{name: "kill-leader", fault: killLeader},
-		{name: "split-brain", fault: splitBrain(false)},
-		{name: "split-brain-leader", fault: splitBrain(true)},
+		{name: "split-brain", fault: splitBrain(false), env: envConfig{nbProxies: true}},
+		{name: "split-brain-leader", fault: splitBrain(true), env: envConfig{nbProxies: true}},
 		{name: "nb-restart", fault: restartNorthbound},
 		{name: "nb-raft-leader-kill", fault: killNBRaftLeader, env: envConfig{nbCluster: true}},
 		{name: "nb-unreachable", fault: northboundAway},
@@ -408,6 +408,14 @@ func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader
 		}
 	}
 
+	// What the replica sends the Northbound from now on is held in its
+	// proxy until its shards have moved, then let through: transactions
+	// that reach the server only after another replica owns the shard,
+	// which only the Northbound fence can refuse.
+	px := e.nbProxy[victim]
+	if px != nil {
+		px.hold()
+	}
 	// Work queued for its shards: creates and deletes sent just before
 	// the stop.
 	var wg sync.WaitGroup
@@ -417,6 +425,14 @@ func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader
 	go func() { defer wg.Done(); before = burst(ctx, t, l, "sb-before", shards, 20) }()
 	go func() { defer wg.Done(); deletedBefore = deleteAllocated(ctx, l, shards, 25) }()
 	wg.Wait()
+	if px != nil {
+		hctx, cancel := context.WithTimeout(ctx, heldWait)
+		err := px.waitHeld(hctx, `"Logical_Switch_Port"`, `"insert"`)
+		cancel()
+		if err != nil {
+			t.Fatalf("no port insert of %s held before the stop: %v", victim, err)
+		}
+	}
 	restartsBefore, err := r.Metric("shardnet_replica_restarts_total")
 	if err != nil {
 		t.Fatal(err)
@@ -477,6 +493,14 @@ func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader
 	go func() { defer wg.Done(); during = burst(ctx, t, l, "sb-during", shards, 20) }()
 	go func() { defer wg.Done(); deletedDuring = deleteAllocated(ctx, l, shards, 25) }()
 	wg.Wait()
+	// The pods of the burst before the stop go too: the port inserts held
+	// in the proxy are theirs.
+	for _, p := range before {
+		if p.uid != "" {
+			l.deletePod(ctx, p)
+			deletedDuring = append(deletedDuring, *p)
+		}
+	}
 
 	// The pods deleted before the stop and while it lasted are gone for
 	// good. The stop lasts until the new owners have released them all
@@ -514,6 +538,16 @@ func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader
 		t.Fatal(err)
 	}
 
+	heldNote := ""
+	if px != nil {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		sent, refused, err := px.release(rctx)
+		cancel()
+		if err != nil {
+			t.Errorf("sending on what %s sent the Northbound before the stop: %v", victim, err)
+		}
+		heldNote = fmt.Sprintf("; %d transactions it sent the Northbound before the stop held until then and sent on, %d of them refused", sent, refused)
+	}
 	logFrom := fileSize(r.Log)
 	contProcess(t, pid)
 	fi.healed = time.Now()
@@ -572,7 +606,7 @@ func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader
 	fi.note = fmt.Sprintf("SIGSTOP of %s (%s; shards %v) right after %d creates and %d deletes in its shards; shards moved %v after the stop; "+
 		"%d creates and %d deletes in them while stopped; every deleted pod released %v after the stop; SIGCONT %v after the stop",
 		victim, role, shards, len(before), len(deletedBefore), moved.Round(time.Millisecond),
-		len(during), len(deletedDuring), released.Round(time.Millisecond), fi.healed.Sub(fi.injected).Round(time.Millisecond))
+		len(during), len(deletedDuring), released.Round(time.Millisecond), fi.healed.Sub(fi.injected).Round(time.Millisecond)) + heldNote
 	return fi
 }
 

@@ -9,7 +9,12 @@
 //   - split-brain, split-brain-leader: a follower, or the leader, stopped
 //     with SIGSTOP past its lease until its shards (and leadership) run
 //     elsewhere, then resumed with SIGCONT: nothing it writes from before
-//     the stop may land (w below), and it must start afresh;
+//     the stop may land (w below), and it must start afresh. Its Northbound
+//     connection runs through a proxy that holds the transactions it sends
+//     from just before the stop and sends them to the server once its
+//     shards have moved (a writer paused between its checks and its send,
+//     or packets delayed): only the Northbound fence can refuse them, and
+//     with the fence check disabled the case fails;
 //   - nb-restart: the standalone ovsdb-server killed and restarted on its
 //     database 3 s later;
 //   - nb-raft-leader-kill: the Northbound as a 3-member RAFT cluster, its
@@ -19,6 +24,11 @@
 //   - apiserver-restart, etcd-restart: kube-apiserver restarted on its
 //     port and etcd, or etcd stopped for a lease duration and restarted
 //     under a running kube-apiserver;
+//   - watch-gap: the leader's lists and watches held back by a proxy for
+//     two lease durations while pods are created and deleted, then etcd
+//     compacted and the held watches let through; kube-apiserver serves pod
+//     watches from etcd in this case, so the pod watch is answered 410
+//     Gone and the replica must relist and catch up (r below);
 //   - scale-down-up, rolling-restart: graceful scale from 3 replicas to 1
 //     and back (SIGTERM of the leader and a follower at once), and each
 //     replica in turn stopped with SIGTERM and started again.
@@ -46,10 +56,9 @@
 //	    (shardnet_replica_restarts_total);
 //	(u) Northbound away: every replica answered /readyz other than 200
 //	    while it was away, and no shard changed owner or epoch from the
-//	    kill until the cluster was whole again.
-//
-// Waiting for a watch that falls behind (410 Gone and a relist) is not a
-// case yet.
+//	    kill until the cluster was whole again;
+//	(r) watch gap: the held pod watch was answered 410 Gone by the API
+//	    server and the replica listed the pods again.
 //
 // Each case runs on a cluster of its own (kube-apiserver, kwok, a
 // standalone ovsdb-server or, for nb-raft-leader-kill, a 3-member RAFT
@@ -57,9 +66,10 @@
 // long the cluster took to be whole again, the outage (the longest time a
 // shard had pods waiting without allocating any), the allocation delay of
 // the pods created during the fault, how many pods were created and
-// deleted during it, and each invariant's count.
+// deleted during it, the pods waiting when the fault was healed and how
+// soon after the heal they were allocated, and each invariant's count.
 //
-// The suite takes about half an hour and is skipped unless
+// The suite takes about 17 minutes here and is skipped unless
 // SHARDNET_FAULTS=1 is set: run it with `make test-faults`. It prints its
 // report table in the test log and writes it to $SHARDNET_FAULTS_REPORT,
 // or shardnet-faults-report.md in the system's temp dir; the replicas'

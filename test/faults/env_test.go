@@ -116,6 +116,9 @@ type env struct {
 	gated string
 	// gateArgs are the gated replica's flags.
 	gateArgs []string
+	// nbProxy, in a case with envConfig.nbProxies, stands between each
+	// replica identity and the Northbound.
+	nbProxy map[string]*nbProxy
 }
 
 // envConfig is what a case changes in its cluster.
@@ -127,6 +130,9 @@ type envConfig struct {
 	// (--watch-cache-sizes=pods#0) and replica shardnet-0, started first
 	// so that it leads, reach it through an apiGate.
 	watchGap bool
+	// nbProxies puts an nbProxy between each replica and the standalone
+	// Northbound.
+	nbProxies bool
 }
 
 // newEnv starts the servers, the nodes, the namespaces and the subnets.
@@ -202,9 +208,24 @@ func newEnv(t *testing.T, bin string, cfg envConfig) *env {
 		"--v=2",
 	}
 	if e.gate != nil {
-		e.gateArgs = append(slices.Clone(e.args), "--kubeconfig="+e.gate.kubeconfig)
+		e.gateArgs = withFlag(e.args, "--kubeconfig", e.gate.kubeconfig)
+	}
+	if cfg.nbProxies && e.nb != nil {
+		e.nbProxy = nbProxies(t, e.nb.Endpoint, "shardnet-0", "shardnet-1", "shardnet-2")
 	}
 	return e
+}
+
+// withFlag returns args with the flag name set to value, in place of the
+// one args has.
+func withFlag(args []string, name, value string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if !strings.HasPrefix(a, name+"=") {
+			out = append(out, a)
+		}
+	}
+	return append(out, name+"="+value)
 }
 
 // startReplica starts a replica process; when the test fails, its log is
@@ -219,8 +240,10 @@ func (e *env) startReplica(id string) *harness.Replica {
 	}
 	args := e.args
 	if id == e.gated {
-		// The later flag wins.
 		args = e.gateArgs
+	}
+	if px := e.nbProxy[id]; px != nil {
+		args = withFlag(args, "--nb-endpoints", px.endpoint())
 	}
 	r := harness.StartReplica(e.t, bin, id, args...)
 	e.mu.Lock()
