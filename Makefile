@@ -75,7 +75,7 @@ test-faults: deps testbin ## The whole fault suite under load (twelve cases: rep
 
 # The cases CI runs: the split brains (follower and leader), a leader kill,
 # an API server restart and a Northbound restart (~15 min).
-FAULTS_CI ?= split-brain|split-brain-leader|kill-leader|apiserver-restart|nb-restart
+FAULTS_CI ?= split-brain|split-brain-leader|kill-leader|apiserver-restart|nb-restart|watch-gap
 
 .PHONY: test-faults-ci
 test-faults-ci: deps testbin ## The checker's self-test and the fault suite's CI cases ($(FAULTS_CI)); prints its report table.
