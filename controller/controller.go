@@ -255,6 +255,23 @@ func (c *Controller) RetryWaiting() int {
 	return n
 }
 
+// RetryDelayed queues now, in every shard this replica runs, the keys a
+// slow retry put off (queue.Queue.RetryDelayed), and returns how many:
+// for an object that appeared which they may wait for.
+func (c *Controller) RetryDelayed() int {
+	c.mu.RLock()
+	qs := make([]*queue.Queue, 0, len(c.runs))
+	for _, run := range c.runs {
+		qs = append(qs, run.q)
+	}
+	c.mu.RUnlock()
+	n := 0
+	for _, q := range qs {
+		n += q.RetryDelayed()
+	}
+	return n
+}
+
 // enqueueFresh is enqueueObj for a pod that appeared: its key's earlier
 // failures are forgotten.
 func (c *Controller) enqueueFresh(obj any) {

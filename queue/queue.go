@@ -98,10 +98,12 @@ type Queue struct {
 	// stopOnce makes Drain and Stop idempotent and mutually exclusive.
 	stopOnce sync.Once
 
-	// backoffMu guards backoff: the keys waiting out a failure's retry
-	// delay, for RetryNow.
+	// backoffMu guards backoff, the keys waiting out a failure's retry
+	// delay (RetryNow), and delayed, the keys a RetryAfter put off
+	// (RetryDelayed).
 	backoffMu sync.Mutex
 	backoff   map[string]struct{}
+	delayed   map[string]struct{}
 }
 
 // New builds a shard queue.
@@ -120,7 +122,8 @@ func New(cfg Config) (*Queue, error) {
 		qc.Name = cfg.Name
 		qc.MetricsProvider = cfg.Metrics.provider(strconv.Itoa(cfg.Shard))
 	}
-	return &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc), backoff: map[string]struct{}{}}, nil
+	return &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc),
+		backoff: map[string]struct{}{}, delayed: map[string]struct{}{}}, nil
 }
 
 // Add queues key now; a key already waiting is not queued twice.
@@ -157,6 +160,24 @@ func (q *Queue) RetryNow() int {
 	return len(keys)
 }
 
+// RetryDelayed queues now every key a RetryAfter put off, and returns how
+// many: for an object that appeared which such keys may wait for (a
+// Subnet, a Vlan), so that they do not wait out their slow retry. The
+// delayed retry still comes and finds the key done or does it once more.
+func (q *Queue) RetryDelayed() int {
+	q.backoffMu.Lock()
+	keys := make([]string, 0, len(q.delayed))
+	for k := range q.delayed {
+		keys = append(keys, k)
+	}
+	clear(q.delayed)
+	q.backoffMu.Unlock()
+	for _, k := range keys {
+		q.wq.Add(k)
+	}
+	return len(keys)
+}
+
 // Backoff is how many keys wait out a failure's retry delay.
 func (q *Queue) Backoff() int {
 	q.backoffMu.Lock()
@@ -167,6 +188,7 @@ func (q *Queue) Backoff() int {
 func (q *Queue) settled(key string) {
 	q.backoffMu.Lock()
 	delete(q.backoff, key)
+	delete(q.delayed, key)
 	q.backoffMu.Unlock()
 }
 
@@ -243,9 +265,7 @@ func (q *Queue) next(ctx context.Context, h Handler) bool {
 		return true
 	}
 	err := q.call(ctx, h, key)
-	if err == nil || !isFailure(err) {
-		q.settled(key)
-	}
+	q.settled(key)
 	logger := klog.FromContext(ctx)
 	var after *retryAfter
 	var perm *permanent
@@ -253,6 +273,9 @@ func (q *Queue) next(ctx context.Context, h Handler) bool {
 	case err == nil:
 		q.wq.Forget(key)
 	case errors.As(err, &after):
+		q.backoffMu.Lock()
+		q.delayed[key] = struct{}{}
+		q.backoffMu.Unlock()
 		q.wq.Forget(key)
 		q.wq.AddAfter(key, after.d)
 	case errors.As(err, &perm):
@@ -278,14 +301,6 @@ func (q *Queue) call(ctx context.Context, h Handler, key string) (err error) {
 		}
 	}()
 	return h(ctx, key)
-}
-
-// isFailure reports whether err counts a failure that backs off (not a
-// RetryAfter or a Permanent error).
-func isFailure(err error) bool {
-	var after *retryAfter
-	var perm *permanent
-	return !errors.As(err, &after) && !errors.As(err, &perm)
 }
 
 type retryAfter struct {

@@ -387,3 +387,39 @@ func TestRetryNow(t *testing.T) {
 		t.Errorf("b was processed %d times, want 1", got)
 	}
 }
+
+// TestRetryDelayed: a key put off by a RetryAfter (a Vlan not there yet)
+// is processed at once when RetryDelayed is called (the Vlan appeared).
+func TestRetryDelayed(t *testing.T) {
+	q := newQueue(t, Config{Workers: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, QPS: 100, Burst: 100})
+	r := newRecorder(func(key string, call int) error {
+		if call == 1 {
+			return RetryAfter(time.Hour)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q.Start(ctx, r.handle)
+	q.Add("a")
+	wait(t, r.ch("a#1"), "the first call of a")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		q.backoffMu.Lock()
+		_, ok := q.delayed["a"]
+		q.backoffMu.Unlock()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a was not recorded as put off")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := q.RetryNow(); n != 0 {
+		t.Fatalf("RetryNow queued %d keys: a put-off key is no failure", n)
+	}
+	if n := q.RetryDelayed(); n != 1 {
+		t.Fatalf("RetryDelayed queued %d keys, want 1", n)
+	}
+	wait(t, r.ch("a#2"), "a retried now instead of after an hour")
+}

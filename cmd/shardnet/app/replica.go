@@ -196,8 +196,42 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	// A pod waiting for a NetworkAttachmentDefinition is served as soon
 	// as it comes, not at its next retry.
 	r.ctrl.Informers().NADs.OnChange(r.enqueueNADUsers)
+	if err := r.watchWaitedFor(r.ctrl.Informers()); err != nil {
+		r.nb.Close()
+		return nil, err
+	}
 	watchVMs(r.ctrl, r.gc, opts.KeepVMIP)
 	return r, nil
+}
+
+// watchWaitedFor retries at once the pods put off for an object that was
+// missing (docs/contract.md E2, E19: a Subnet, an IPPool, a Vlan) when
+// such an object appears or a Vlan changes, instead of at their next slow
+// retry.
+func (r *incarnation) watchWaitedFor(inf *controller.Informers) error {
+	retry := func(any) {
+		if n := r.ctrl.RetryDelayed(); n > 0 {
+			klog.Background().V(2).Info("An object pods may wait for appeared: retrying the pods put off", "keys", n)
+		}
+	}
+	kubeovn := inf.CRDs.Kubeovn().V1()
+	for _, i := range []cache.SharedIndexInformer{kubeovn.Subnets().Informer(), kubeovn.IPPools().Informer()} {
+		if _, err := i.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: retry}); err != nil {
+			return err
+		}
+	}
+	_, err := kubeovn.Vlans().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: retry,
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*kubeovnv1.Vlan)
+			c, ok2 := cur.(*kubeovnv1.Vlan)
+			if ok1 && ok2 && o.Spec.ID == c.Spec.ID && o.Spec.Provider == c.Spec.Provider {
+				return
+			}
+			retry(cur)
+		},
+	})
+	return err
 }
 
 // enqueueNADUsers queues the pods whose network annotations may name the
