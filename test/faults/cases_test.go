@@ -541,12 +541,15 @@ func splitBrainOf(ctx context.Context, t *testing.T, e *env, l *load, stopLeader
 	heldNote := ""
 	if px != nil {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		sent, refused, err := px.release(rctx)
+		sent, refused, accepted, err := px.release(rctx)
 		cancel()
 		if err != nil {
 			t.Errorf("sending on what %s sent the Northbound before the stop: %v", victim, err)
 		}
 		heldNote = fmt.Sprintf("; %d transactions it sent the Northbound before the stop held until then and sent on, %d of them refused", sent, refused)
+		if len(accepted) > 0 {
+			heldNote += fmt.Sprintf(", the others: %s", strings.Join(accepted, "; "))
+		}
 	}
 	logFrom := fileSize(r.Log)
 	contProcess(t, pid)

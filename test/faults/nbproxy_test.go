@@ -141,33 +141,33 @@ func (p *nbProxy) waitHeld(ctx context.Context, parts ...string) error {
 }
 
 // release stops holding and sends the held transactions to the server on
-// a new connection, in order; it returns how many it sent and how many
-// the server refused (an operation of the transaction failed: for a
-// fenced one, the fence).
-func (p *nbProxy) release(ctx context.Context) (sent, refused int, err error) {
+// a new connection, in order; it returns how many it sent, how many the
+// server refused (an operation of the transaction failed: for a fenced
+// one, the fence), and the operations of those it did not refuse.
+func (p *nbProxy) release(ctx context.Context) (sent, refused int, accepted []string, err error) {
 	p.mu.Lock()
 	held := p.pending
 	p.pending, p.held = nil, false
 	p.mu.Unlock()
 	if len(held) == 0 {
-		return 0, 0, nil
+		return 0, 0, nil, nil
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", p.target)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	want := map[string]bool{}
+	want := map[string]json.RawMessage{}
 	for _, raw := range held {
 		var m rpc
 		_ = json.Unmarshal(raw, &m)
-		want[string(m.ID)] = true
+		want[string(m.ID)] = raw
 		if _, err := conn.Write(raw); err != nil {
-			return sent, refused, err
+			return sent, refused, accepted, err
 		}
 		sent++
 	}
@@ -175,17 +175,41 @@ func (p *nbProxy) release(ctx context.Context) (sent, refused int, err error) {
 	for len(want) > 0 {
 		var m rpc
 		if err := dec.Decode(&m); err != nil {
-			return sent, refused, fmt.Errorf("reading the answers: %w", err)
+			return sent, refused, accepted, fmt.Errorf("reading the answers: %w", err)
 		}
-		if !want[string(m.ID)] || m.Method != "" {
+		raw, ok := want[string(m.ID)]
+		if !ok || m.Method != "" {
 			continue
 		}
 		delete(want, string(m.ID))
 		if (len(m.Error) > 0 && string(m.Error) != "null") || bytes.Contains(m.Result, []byte(`"error"`)) {
 			refused++
+		} else {
+			accepted = append(accepted, transactOps(raw))
 		}
 	}
-	return sent, refused, nil
+	return sent, refused, accepted, nil
+}
+
+// transactOps names the operations of a transact request: "op table"
+// each.
+func transactOps(raw json.RawMessage) string {
+	var req struct {
+		Params []json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil || len(req.Params) < 2 {
+		return "?"
+	}
+	var ops []string
+	for _, p := range req.Params[1:] {
+		var op struct {
+			Op    string `json:"op"`
+			Table string `json:"table"`
+		}
+		_ = json.Unmarshal(p, &op)
+		ops = append(ops, op.Op+" "+op.Table)
+	}
+	return strings.Join(ops, ", ")
 }
 
 // nbProxies starts a proxy per replica identity in front of endpoint.
