@@ -241,24 +241,16 @@ func (c *Controller) Enqueue(key string) bool {
 // RetryWaiting queues now, in every shard this replica runs, the keys
 // that wait out a failure's retry delay (queue.Queue.RetryNow), and
 // returns how many: for a dependency that is back after an outage.
-func (c *Controller) RetryWaiting() int {
-	c.mu.RLock()
-	qs := make([]*queue.Queue, 0, len(c.runs))
-	for _, run := range c.runs {
-		qs = append(qs, run.q)
-	}
-	c.mu.RUnlock()
-	n := 0
-	for _, q := range qs {
-		n += q.RetryNow()
-	}
-	return n
-}
+func (c *Controller) RetryWaiting() int { return c.eachQueue((*queue.Queue).RetryNow) }
 
 // RetryDelayed queues now, in every shard this replica runs, the keys a
 // slow retry put off (queue.Queue.RetryDelayed), and returns how many:
 // for an object that appeared which they may wait for.
-func (c *Controller) RetryDelayed() int {
+func (c *Controller) RetryDelayed() int { return c.eachQueue((*queue.Queue).RetryDelayed) }
+
+// eachQueue calls f on the queue of every shard run here, outside the
+// lock, and sums what it returns.
+func (c *Controller) eachQueue(f func(*queue.Queue) int) int {
 	c.mu.RLock()
 	qs := make([]*queue.Queue, 0, len(c.runs))
 	for _, run := range c.runs {
@@ -267,7 +259,7 @@ func (c *Controller) RetryDelayed() int {
 	c.mu.RUnlock()
 	n := 0
 	for _, q := range qs {
-		n += q.RetryDelayed()
+		n += f(q)
 	}
 	return n
 }

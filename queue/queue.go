@@ -146,13 +146,7 @@ func (q *Queue) Fresh(key string) {
 // out delays that grew during the outage. The delayed retry still comes
 // and finds the key done or does it once more.
 func (q *Queue) RetryNow() int {
-	q.backoffMu.Lock()
-	keys := make([]string, 0, len(q.backoff))
-	for k := range q.backoff {
-		keys = append(keys, k)
-	}
-	clear(q.backoff)
-	q.backoffMu.Unlock()
+	keys := q.take(q.backoff)
 	for _, k := range keys {
 		q.wq.Forget(k)
 		q.wq.Add(k)
@@ -165,17 +159,23 @@ func (q *Queue) RetryNow() int {
 // Subnet, a Vlan), so that they do not wait out their slow retry. The
 // delayed retry still comes and finds the key done or does it once more.
 func (q *Queue) RetryDelayed() int {
-	q.backoffMu.Lock()
-	keys := make([]string, 0, len(q.delayed))
-	for k := range q.delayed {
-		keys = append(keys, k)
-	}
-	clear(q.delayed)
-	q.backoffMu.Unlock()
+	keys := q.take(q.delayed)
 	for _, k := range keys {
 		q.wq.Add(k)
 	}
 	return len(keys)
+}
+
+// take empties set (backoff or delayed) and returns its keys.
+func (q *Queue) take(set map[string]struct{}) []string {
+	q.backoffMu.Lock()
+	defer q.backoffMu.Unlock()
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	clear(set)
+	return keys
 }
 
 // Backoff is how many keys wait out a failure's retry delay.
