@@ -87,6 +87,10 @@ func Markdown(r *Result) string {
 	if ran(AttachScenario, RawAttachScenario) {
 		fmt.Fprintf(&b, "- shardnet (3 replicas), one OVN attachment per pod / raw API ceiling of the same writes: **%.2f** (no threshold)\n", r.Ratios.AttachVsRawAttach)
 	}
+	if ports, ok := r.Scenario(PortsScenario); ok {
+		fmt.Fprintf(&b, "- pods with port security, two VIPs and a security group (3 replicas): %.0f pods/s, **%.2f** of plain pods' (no threshold); %.2f API writes, %.3f NB transactions and **%.2f NB requests** per pod (a reconcile that writes sends one request with every row of the pod)\n",
+			ports.PodsPerSecond, r.Ratios.PortsVsPlain, ports.APIWritesPerPod, ports.NBTransactionsPerPod, ports.NBRequestsPerPod)
+	}
 	if ran("shardnet-3") {
 		fmt.Fprintf(&b, "- shardnet (3 replicas) / kube-ovn's 20 pods/s: **%.1fx** (goal >= 15x)\n", r.Ratios.VsKubeOVN)
 	}

@@ -62,6 +62,9 @@ type Scenario struct {
 	APIWritesPerPodByMethod map[string]float64 `json:"apiWritesPerPodByMethod,omitempty"`
 	// NBTransactionsPerPod counts the batchers' transactions.
 	NBTransactionsPerPod float64 `json:"nbTransactionsPerPod"`
+	// NBRequestsPerPod counts the requests the transactions carried: a
+	// reconcile that writes sends one, however many rows it holds.
+	NBRequestsPerPod float64 `json:"nbRequestsPerPod,omitempty"`
 	// PeakRSSMiB and CPUSeconds are per replica process.
 	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
 	CPUSeconds []float64 `json:"cpuSeconds,omitempty"`
@@ -139,6 +142,10 @@ type Ratios struct {
 	// per pod over the raw ceiling of the same writes; 0 when either did
 	// not run. It is reported, not checked against a threshold.
 	AttachVsRawAttach float64 `json:"attachVsRawAttach,omitempty"`
+	// PortsVsPlain is the 3-replica throughput of pods with port
+	// security, two VIPs and a security group (PortsScenario) over that of
+	// plain pods; 0 when either did not run. Reported, not checked.
+	PortsVsPlain float64 `json:"portsVsPlain,omitempty"`
 	// InstalledVsRaw is, in a run against a cluster, the throughput of the
 	// installed shardnet over the plain pod creates'; 0 when either did
 	// not run.
@@ -189,6 +196,8 @@ func (r *Result) computeRatios() {
 	rawAttach, _ := r.Scenario(RawAttachScenario)
 	attach, _ := r.Scenario(AttachScenario)
 	r.Ratios.AttachVsRawAttach = div(attach.PodsPerSecond, rawAttach.PodsPerSecond)
+	ports, _ := r.Scenario(PortsScenario)
+	r.Ratios.PortsVsPlain = div(ports.PodsPerSecond, three.PodsPerSecond)
 	installed, _ := r.Scenario(InstalledScenario)
 	r.Ratios.InstalledVsRaw = div(installed.PodsPerSecond, raw.PodsPerSecond)
 	if half, ok := r.Scenario(HalfRateScenario); ok {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,6 +123,9 @@ type spec struct {
 	// attach gives every pod one OVN attachment (attachNAD) besides its
 	// default network.
 	attach bool
+	// ports gives every pod the port contract's extras: port security,
+	// two VIPs of its own and a security group (portsSG).
+	ports bool
 }
 
 // networks is how many networks each pod of sp has.
@@ -159,10 +163,32 @@ const (
 	attachProvider  = attachNAD + "." + benchNS + ".ovn"
 )
 
+// PortsScenario is the 3-replica scenario again with pods that ask for
+// port security, two VIPs each and a security group (docs/contract.md
+// N2, N3, N13): the port's extra columns and external ids and its
+// security group port group membership. Its figures are reported
+// beside shardnet-3's, with the Northbound requests per pod: the pod path
+// sends one request per reconcile that writes, for every network, port,
+// group and routed-phase row together.
+const PortsScenario = "shardnet-3-ports"
+
+// portsSG is the security group of PortsScenario's pods; its port group
+// is made in the Northbound before the replicas start, as kube-ovn's
+// SecurityGroup controller would.
+const portsSG = "bench-sg"
+
+// portVIPs are pod i's two VIPs: a pair of its own in the upper half of
+// ovn-default (10.0.0.0/14), far above the addresses pods are given.
+func portVIPs(i int) string {
+	base := uint32(10)<<24 | uint32(2)<<16 + uint32(2*i)
+	ip := func(v uint32) string { return fmt.Sprintf("%d.%d.%d.%d", v>>24, v>>16&0xff, v>>8&0xff, v&0xff) }
+	return ip(base) + "," + ip(base+1)
+}
+
 // ScenarioNames are the scenarios in the order a run takes them.
 // InstalledScenario runs only against a cluster (Config.Kubeconfig), the
 // scenarios that start replicas of their own only on the bench's servers.
-var ScenarioNames = []string{"raw", InstalledScenario, "shardnet-1", "shardnet-3", "baseline", HalfRateScenario, RawAttachScenario, AttachScenario}
+var ScenarioNames = []string{"raw", InstalledScenario, "shardnet-1", "shardnet-3", "baseline", HalfRateScenario, RawAttachScenario, AttachScenario, PortsScenario}
 
 // checkScenarios reports a name that is not a scenario.
 func checkScenarios(names []string) error {
@@ -236,8 +262,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Progress, "bench: %s: p50 %.0fms p95 %.0fms p99 %.0fms at %.0f pods/s, %.2f API writes/pod %v, %.3f NB txns/pod\n",
 				sp.name, sc.P50, sc.P95, sc.P99, sc.CreateRate, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
 		} else {
-			fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod\n",
-				sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod)
+			fmt.Fprintf(cfg.Progress, "bench: %s: %.0f pods/s, p50 %.0fms p99 %.0fms, %.2f API writes/pod %v, %.3f NB txns/pod, %.2f NB requests/pod\n",
+				sp.name, sc.PodsPerSecond, sc.P50, sc.P99, sc.APIWritesPerPod, sc.APIWritesPerPodByMethod, sc.NBTransactionsPerPod, sc.NBRequestsPerPod)
 		}
 		if len(sc.Stages) > 0 {
 			var parts []string
@@ -283,6 +309,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, sp := range []spec{
 		{name: RawAttachScenario, raw: true, attach: true},
 		{name: AttachScenario, replicas: 3, shards: 64, batching: true, attach: true},
+		{name: PortsScenario, replicas: 3, shards: 64, batching: true, ports: true},
 	} {
 		if wanted(sp.name) {
 			if err := measure(sp); err != nil {
@@ -409,6 +436,17 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 		}
 		podAnnotations = map[string]string{reconcile.AnnotationNetworks: attachNAD}
 	}
+	var perPod func(i int, ann map[string]string)
+	if sp.ports {
+		if err := createSecurityGroupPortGroup(ctx, p, nb, portsSG); err != nil {
+			return sc, err
+		}
+		podAnnotations = map[string]string{
+			reconcile.DefaultKey(reconcile.KeyPortSecurity):   "true",
+			reconcile.DefaultKey(reconcile.KeySecurityGroups): portsSG,
+		}
+		perPod = func(i int, ann map[string]string) { ann[reconcile.DefaultKey(reconcile.KeyPortVIPs)] = portVIPs(i) }
+	}
 
 	// The observer times every pod from its create to its annotation.
 	obs := newScenarioObserver(cfg.Pods, sp)
@@ -443,7 +481,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 		}
 	}
 	before, stagesBefore := scrapeAll(procs), scrapeStages(procs)
-	tmpl := podTemplate{namespace: benchNS, nodes: nodes, annotations: podAnnotations}
+	tmpl := podTemplate{namespace: benchNS, nodes: nodes, annotations: podAnnotations, perPod: perPod}
 	if err := drive(ctx, cfg, sp, kube.Client, tmpl, obs, &sc); err != nil {
 		return sc, err
 	}
@@ -454,6 +492,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	} else {
 		sc.APIWritesPerPod = (after.writes - before.writes) / float64(cfg.Pods)
 		sc.NBTransactionsPerPod = (after.txns - before.txns) / float64(cfg.Pods)
+		sc.NBRequestsPerPod = (after.requests - before.requests) / float64(cfg.Pods)
 		sc.APIWritesPerPodByMethod = map[string]float64{}
 		for m, v := range after.byMethod {
 			sc.APIWritesPerPodByMethod[m] = (v - before.byMethod[m]) / float64(cfg.Pods)
@@ -970,6 +1009,9 @@ type podTemplate struct {
 	// prefix starts every pod's name ("pod-" when empty).
 	prefix              string
 	annotations, labels map[string]string
+	// perPod, when set, adds pod i's own annotations to a copy of
+	// annotations.
+	perPod func(i int, ann map[string]string)
 	// hostNetwork makes plain pods, which shardnet leaves alone.
 	hostNetwork bool
 	// serviceAccount is the pods' service account (none mounted).
@@ -988,6 +1030,13 @@ func (t podTemplate) pod(i int) *corev1.Pod {
 			Annotations: t.annotations, Labels: t.labels},
 		Spec: corev1.PodSpec{NodeName: t.nodes[i%len(t.nodes)], HostNetwork: t.hostNetwork, Tolerations: t.tolerations,
 			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/bench"}}},
+	}
+	if t.perPod != nil {
+		pod.Annotations = maps.Clone(t.annotations)
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		t.perPod(i, pod.Annotations)
 	}
 	if t.serviceAccount != "" {
 		pod.Spec.ServiceAccountName = t.serviceAccount
@@ -1300,7 +1349,9 @@ func expectedShards(procs []*replicaProc) int {
 }
 
 type counters struct {
-	writes, txns float64
+	// requests are the pod path's Northbound requests (a transaction
+	// carries one or more).
+	writes, txns, requests float64
 	// byMethod splits writes by HTTP method.
 	byMethod map[string]float64
 }
@@ -1311,6 +1362,7 @@ func scrapeAll(procs []*replicaProc) counters {
 		m := scrape(rp.metricsAddr)
 		c.writes += m["writes"]
 		c.txns += m["shardnet_nb_transactions_total"]
+		c.requests += m["shardnet_nb_batch_requests_sum"]
 		for k, v := range m {
 			if method, ok := strings.CutPrefix(k, "writes:"); ok {
 				c.byMethod[method] += v

@@ -54,10 +54,6 @@ func (c RoutingChange) Empty() bool {
 // by, "" when none. follow is set for a network already routed, whose
 // node group membership follows its rows; on the first routed phase the
 // caller places the port itself.
-//
-// A source route kube-ovn wrote for a pod with an EIP or SNAT and no north
-// gateway points at the external gateway (docs/contract.md X12); it is
-// kept while the pod has an EIP or SNAT, and goes with them.
 func diffRouting(want *RouteWrites, have []ovn.RoutingRow, eipUser func(eip string) string, follow bool) RoutingChange {
 	var c RoutingChange
 	used := map[string]bool{}
@@ -117,11 +113,7 @@ func diffRouting(want *RouteWrites, have []ovn.RoutingRow, eipUser func(eip stri
 	}
 	natted := len(want.NATs) > 0 || len(c.Conflicts) > 0
 	for _, r := range have {
-		switch {
-		case used[r.UUID]:
-		case r.Kind == ovn.RowRoute && r.Foreign() && len(want.Routes) == 0 && natted:
-			// kube-ovn's route to the external gateway (X12).
-		default:
+		if !used[r.UUID] {
 			c.Delete = append(c.Delete, r)
 		}
 	}

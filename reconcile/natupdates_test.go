@@ -62,7 +62,7 @@ func TestDiffRouting(t *testing.T) {
 		{name: "G7 kube-ovn's EIP and external gateway route removed", want: RouteWrites{PortGroup: group},
 			have: []ovn.RoutingRow{kubeovn("k1", ovn.RowRoute, "172.18.0.1"), kubeovn("k2", "dnat_and_snat", "172.18.0.10")}, follow: true,
 			out: "delete kube-ovn route 10.16.0.5->172.18.0.1; delete kube-ovn dnat_and_snat 10.16.0.5->172.18.0.10; join group"},
-		{name: "X12 kube-ovn's external gateway route kept while the EIP stays", want: RouteWrites{NATs: []ovn.NATSpec{nat("dnat_and_snat", "172.18.0.11")}},
+		{name: "G11 kube-ovn's external gateway route adopted while the EIP stays", want: RouteWrites{Routes: []ovn.RouteSpec{route("172.18.0.1")}, NATs: []ovn.NATSpec{nat("dnat_and_snat", "172.18.0.11")}},
 			have: []ovn.RoutingRow{kubeovn("k1", ovn.RowRoute, "172.18.0.1"), kubeovn("k2", "dnat_and_snat", "172.18.0.10")}, follow: true,
 			out: "update kube-ovn dnat_and_snat 10.16.0.5->172.18.0.11"},
 		{name: "G7 north gateway replaces an EIP: own rows", want: RouteWrites{Routes: []ovn.RouteSpec{route("10.0.0.1")}},

@@ -67,6 +67,10 @@ type Planner struct {
 	// docs/contract.md G10): no NAT rule is written or removed for them,
 	// and the port stays in its node group.
 	IgnoreEIPSNAT bool
+	// ExternalGateway serves the next hop of the source routes of pods
+	// with eip or snat (docs/contract.md G11); nil serves none (such a
+	// pod's routed phase then waits, E25).
+	ExternalGateway ExternalGatewayCatalog
 }
 
 // PlanInput is one pod's decision input beyond the View.
@@ -140,6 +144,14 @@ type NetworkPlan struct {
 	VM *VMHolder
 	// Vlan is the Vlan of an OVN network on an underlay subnet (A8).
 	Vlan *kubeovnv1.Vlan
+	// ExternalGateway is the next hop of the network's source routes
+	// while its pod has eip or snat (G11).
+	ExternalGateway ipam.Addresses
+	// RouteWait holds back the routed phase until a cluster setting it
+	// needs is there (the external gateway, E25); the network is
+	// allocated meanwhile. Unlike Request.RouteErr, no edit of the pod
+	// is needed: it is retried.
+	RouteWait error
 }
 
 // AddressSource says where a network's addresses come from.
@@ -428,6 +440,7 @@ func (pl *Planner) network(in PlanInput, nsObj *corev1.Namespace, owner v1alpha1
 	if err := pl.underlay(np); err != nil {
 		return nil, fail(ReasonSubnet, err)
 	}
+	pl.externalGateway(np)
 	if w.kind == AttachmentOVN {
 		np.Port = PortName(in.holderName(), pod.Namespace, w.provider)
 	}

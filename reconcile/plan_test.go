@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -32,6 +34,8 @@ type fakeView struct {
 	full    map[string]bool
 	ports   map[string][]PortInfo
 	vlans   map[string]*kubeovnv1.Vlan
+	// configMaps hold the external gateway ConfigMap (G11).
+	configMaps cache.Indexer
 }
 
 func newFakeView() *fakeView {
@@ -39,7 +43,7 @@ func newFakeView() *fakeView {
 		fakeCatalog: &fakeCatalog{subnets: map[string]*kubeovnv1.Subnet{}, pools: map[string]*kubeovnv1.IPPool{},
 			namespaces: map[string]*corev1.Namespace{}},
 		nads: map[string]string{}, full: map[string]bool{}, ports: map[string][]PortInfo{},
-		vlans: map[string]*kubeovnv1.Vlan{},
+		vlans: map[string]*kubeovnv1.Vlan{}, configMaps: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 	}
 }
 
@@ -99,7 +103,7 @@ func (sc *planScenario) run(cmd string, args []string) string {
 			CIDRBlock: m["cidr"], Provider: m["provider"], Default: m["default"] == "true",
 			Namespaces: splitList(m["ns"]), Vlan: m["vlan"], Vpc: m["vpc"], GatewayType: m["gwtype"],
 			LogicalGateway: m["logicalgw"] == "true", ExcludeIps: splitList(m["exclude"]),
-			U2OInterconnection: m["u2o"] == "true", EnableDHCP: m["dhcp"] == "true",
+			U2OInterconnection: m["u2o"] == "true", EnableDHCP: m["dhcp"] == "true", Gateway: m["gateway"],
 		}}
 		sc.view.subnets[s.Name] = s
 		sc.view.full[s.Name] = m["full"] == "true"
@@ -124,6 +128,15 @@ func (sc *planScenario) run(cmd string, args []string) string {
 		m := kv(args[1:])
 		id, _ := strconv.Atoi(m["id"])
 		sc.view.vlans[args[0]] = &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: args[0]}, Spec: kubeovnv1.VlanSpec{ID: id, Provider: m["provider"]}}
+	case "extgw-config":
+		// extgw-config [external-gw-addr=A]: the ConfigMap in
+		// kube-system; extgw-config delete removes it.
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultExternalGatewayNamespace, Name: ExternalGatewayConfigMap}, Data: kv(args)}
+		if len(args) == 1 && args[0] == "delete" {
+			_ = sc.view.configMaps.Delete(cm)
+			break
+		}
+		_ = sc.view.configMaps.Add(cm)
 	case "nads-not-served":
 		sc.view.nadsOff = true
 	case "claim":
@@ -221,6 +234,9 @@ func (sc *planScenario) plan() string {
 		if np.Request.RouteErr != nil {
 			fmt.Fprintf(&b, "\n  route-waits %v", np.Request.RouteErr)
 		}
+		if np.RouteWait != nil {
+			fmt.Fprintf(&b, "\n  route-waits %v", np.RouteWait)
+		}
 		if r := w.Route; r != nil {
 			fmt.Fprintf(&b, "\n  route portgroup=%q", r.PortGroup)
 			for _, rt := range r.Routes {
@@ -291,7 +307,9 @@ func TestPlanScenarios(t *testing.T) {
 				m := kv(strings.Fields(header))
 				sc := &planScenario{view: newFakeView()}
 				sc.planner = &Planner{View: sc.view, DefaultSubnet: m["default-subnet"], ClusterRouter: DefaultClusterRouter,
-					PodNICType: DefaultPodNICType, IPRecords: m["records"] == "true", Vlans: sc.view, IgnoreEIPSNAT: m["eip-snat"] == "false"}
+					PodNICType: DefaultPodNICType, IPRecords: m["records"] == "true", Vlans: sc.view, IgnoreEIPSNAT: m["eip-snat"] == "false",
+					ExternalGateway: ExternalGatewayConfig{ConfigMaps: corelisters.NewConfigMapLister(sc.view.configMaps),
+						Namespace: DefaultExternalGatewayNamespace, Subnets: sc.view, Switch: DefaultExternalGatewaySwitch}}
 				return sc.run
 			})
 		})

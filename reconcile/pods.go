@@ -117,6 +117,10 @@ type PodConfig struct {
 	// subnets (docs/contract.md A8); nil serves no Vlan (such networks
 	// wait, E19).
 	Vlans kubeovnlisters.VlanLister
+	// ExternalGateway serves the next hop of the source routes of pods
+	// with eip or snat (docs/contract.md G11); nil serves none (their
+	// routed phase waits, E25). Unused with DisableEIPSNAT.
+	ExternalGateway ExternalGatewayCatalog
 
 	// DefaultSubnet is the --default-subnet name (empty: the Subnet with
 	// spec.default).
@@ -186,6 +190,8 @@ func NewPods(cfg PodConfig) (*Pods, error) {
 		PodNICType:    cfg.PodNICType,
 		IPRecords:     cfg.IPRecords,
 		IgnoreEIPSNAT: cfg.DisableEIPSNAT,
+		// docs/contract.md G11.
+		ExternalGateway: cfg.ExternalGateway,
 	}
 	if cfg.Vips != nil {
 		p.planner.Vips = VipLister{Lister: cfg.Vips}

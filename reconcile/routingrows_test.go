@@ -21,23 +21,53 @@ import (
 // own, field by field, with the shape kube-ovn's pod controller writes,
 // through create, change and removal: a src-ip static route on the
 // cluster router to the north gateway, a dnat_and_snat and a snat rule
-// for the EIP and SNAT, each carrying external_ids pod, lr and vendor;
+// for the EIP and SNAT with a src-ip route to the external gateway of
+// kube-system/ovn-external-gw-config (G11), each carrying external_ids
+// pod, lr and vendor;
 // changed annotations change the rows in place (same row); removed
 // annotations delete them; and the port leaves its node port group while
-// it has any of the three and rejoins it when none is left.
+// it has any of the three and rejoins it when none is left. It runs on
+// the default network and on an OVN attachment, whose provider's keys
+// ask for the rows of its own address (X23).
 func TestRoutingRowsFollowTheAnnotations(t *testing.T) {
+	t.Run("default", func(t *testing.T) { routingRowsFollow(t, DefaultProvider) })
+	t.Run("attachment", func(t *testing.T) { routingRowsFollow(t, "net1.rr.ovn") })
+}
+
+func routingRowsFollow(t *testing.T, provider string) {
 	s := startSlice(t)
 	ctx := s.ctx()
 	node := s.kube.CreateNode(t, "node-rr", "")
 	s.createSubnet("main", "10.42.0.0/24", func(sp *kubeovnv1.SubnetSpec) { sp.Default = true })
 	s.createNamespace("rr")
+	subnet, base := "main", map[string]string{}
+	if provider != DefaultProvider {
+		subnet = "att"
+		s.createSubnet(subnet, "10.43.0.0/24", func(sp *kubeovnv1.SubnetSpec) { sp.Provider = provider })
+		s.createNAD("rr", "net1", `{"cniVersion":"0.3.1","type":"kube-ovn","server_socket":"/run/openvswitch/kube-ovn-daemon.sock"}`)
+		base[AnnotationNetworks] = "net1"
+	}
+	with := func(ann map[string]string) map[string]string {
+		out := maps.Clone(base)
+		for k, v := range ann {
+			out[Key(provider, k)] = v
+		}
+		return out
+	}
+	key := func(k string) string { return Key(provider, k) }
+	if _, err := s.kube.Client.CoreV1().ConfigMaps(DefaultExternalGatewayNamespace).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ExternalGatewayConfigMap},
+		Data:       map[string]string{ExternalGatewayKey: "172.19.0.1/16"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	s.createPods([]*corev1.Pod{
-		newPod("rr", "ng", node.Name, map[string]string{DefaultKey(KeyNorthGateway): "10.42.0.254"}),
-		newPod("rr", "nat", node.Name, map[string]string{DefaultKey(KeyEIP): "172.19.0.10", DefaultKey(KeySNAT): "172.19.0.11"}),
+		newPod("rr", "ng", node.Name, with(map[string]string{KeyNorthGateway: "10.42.0.254"})),
+		newPod("rr", "nat", node.Name, with(map[string]string{KeyEIP: "172.19.0.10", KeySNAT: "172.19.0.11"})),
 	})
-	ng := s.waitPod(ctx, "rr", "ng", routed).Annotations[DefaultKey(KeyIPAddress)]
-	nat := s.waitPod(ctx, "rr", "nat", routed).Annotations[DefaultKey(KeyIPAddress)]
-	group := NodePortGroupName("main", node.Name)
+	ng := s.waitPod(ctx, "rr", "ng", routedOn(DefaultProvider, provider)).Annotations[key(KeyIPAddress)]
+	nat := s.waitPod(ctx, "rr", "nat", routedOn(DefaultProvider, provider)).Annotations[key(KeyIPAddress)]
+	group := NodePortGroupName(subnet, node.Name)
 	ids := func(pod string) map[string]string {
 		return map[string]string{"pod": "rr/" + pod, "lr": "ovn-cluster", "vendor": "kube-ovn"}
 	}
@@ -89,7 +119,9 @@ func TestRoutingRowsFollowTheAnnotations(t *testing.T) {
 		}
 		uuids := map[string]string{}
 		for _, p := range lsps {
-			uuids[p.UUID] = p.ExternalIDs["pod"]
+			if p.ExternalIDs["ls"] == subnet {
+				uuids[p.UUID] = p.ExternalIDs["pod"]
+			}
 		}
 		for _, pg := range pgs {
 			if pg.Name != group {
@@ -145,12 +177,15 @@ func TestRoutingRowsFollowTheAnnotations(t *testing.T) {
 		}
 		first = r
 		switch {
-		case len(r.routes) != 1 || len(r.nats) != 2:
-			return fmt.Errorf("%d routes and %d NAT rules, want 1 and 2", len(r.routes), len(r.nats))
+		case len(r.routes) != 2 || len(r.nats) != 2:
+			return fmt.Errorf("%d routes and %d NAT rules, want 2 and 2", len(r.routes), len(r.nats))
 		case r.inGroup["rr/ng"] || r.inGroup["rr/nat"]:
 			return fmt.Errorf("a port with a north gateway, an EIP or a SNAT is in %s: %v", group, r.inGroup)
 		}
 		if err := wantRoute(r, "ng", ng, "10.42.0.254"); err != nil {
+			return err
+		}
+		if err := wantRoute(r, "nat", nat, "172.19.0.1"); err != nil {
 			return err
 		}
 		if err := wantNAT(r, "dnat_and_snat", "172.19.0.10", nat); err != nil {
@@ -160,8 +195,8 @@ func TestRoutingRowsFollowTheAnnotations(t *testing.T) {
 	})
 
 	// Changed: the same rows, pointed elsewhere.
-	annotate("ng", map[string]any{DefaultKey(KeyNorthGateway): "10.42.0.253"})
-	annotate("nat", map[string]any{DefaultKey(KeyEIP): "172.19.0.20"})
+	annotate("ng", map[string]any{key(KeyNorthGateway): "10.42.0.253"})
+	annotate("nat", map[string]any{key(KeyEIP): "172.19.0.20"})
 	waitView(t, ctx, func() error {
 		r, err := read()
 		if err != nil {
@@ -170,21 +205,24 @@ func TestRoutingRowsFollowTheAnnotations(t *testing.T) {
 		if err := wantRoute(r, "ng", ng, "10.42.0.253"); err != nil {
 			return err
 		}
+		if err := wantRoute(r, "nat", nat, "172.19.0.1"); err != nil {
+			return err
+		}
 		if err := wantNAT(r, "dnat_and_snat", "172.19.0.20", nat); err != nil {
 			return err
 		}
 		if err := wantNAT(r, "snat", "172.19.0.11", nat); err != nil {
 			return err
 		}
-		if r.routes[ng].UUID != first.routes[ng].UUID || r.nats["dnat_and_snat"].UUID != first.nats["dnat_and_snat"].UUID {
+		if r.routes[ng].UUID != first.routes[ng].UUID || r.routes[nat].UUID != first.routes[nat].UUID || r.nats["dnat_and_snat"].UUID != first.nats["dnat_and_snat"].UUID {
 			return fmt.Errorf("a changed annotation replaced its row instead of changing it in place")
 		}
 		return nil
 	})
 
 	// Removed: no rows, both ports back in the node group.
-	annotate("ng", map[string]any{DefaultKey(KeyNorthGateway): nil})
-	annotate("nat", map[string]any{DefaultKey(KeyEIP): nil, DefaultKey(KeySNAT): nil})
+	annotate("ng", map[string]any{key(KeyNorthGateway): nil})
+	annotate("nat", map[string]any{key(KeyEIP): nil, key(KeySNAT): nil})
 	waitView(t, ctx, func() error {
 		r, err := read()
 		if err != nil {

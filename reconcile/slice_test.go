@@ -114,8 +114,12 @@ func startSlice(t *testing.T) *slice {
 	s.broadcaster = broadcaster
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "shardnet"})
 
+	// The external gateway, as the replica reads it (G11).
+	extGW := ExternalGatewayConfig{ConfigMaps: kubeFactory.Core().V1().ConfigMaps().Lister(),
+		Namespace: DefaultExternalGatewayNamespace, Subnets: caches, Switch: DefaultExternalGatewaySwitch}
 	s.pods, err = NewPods(PodConfig{
-		Writes: ClientWrites{Kube: kube.Client, Shardnet: kube.Shardnet}, NB: nb,
+		ExternalGateway: extGW,
+		Writes:          ClientWrites{Kube: kube.Client, Shardnet: kube.Shardnet}, NB: nb,
 		Pods: caches.Pods, StatefulSets: caches.StatefulSets, IPs: caches.IPs,
 		ClaimIndex: caches.ClaimIndex(), Catalog: caches, Subnets: caches.Registry, Claims: caches.Allocator,
 		Recorder: recorder, IPRecords: true, NADs: nads, Metrics: s.stages,

@@ -276,6 +276,9 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 		ops = append(ops, nops...)
 		served = append(served, done{np, w})
 		errs = append(errs, t.requestWarnings(pod, np)...)
+		if err := t.routeWait(pod, np); err != nil {
+			errs = append(errs, err)
+		}
 		if err := t.securityGroupsMissing(pod, np, w); err != nil {
 			errs = append(errs, err)
 		}

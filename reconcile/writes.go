@@ -92,9 +92,10 @@ func (pl *Planner) Complete(pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation
 		}
 	}
 	w.Annotations = pl.annotations(pod, np, al)
-	if np.Port != "" && pod.Spec.NodeName != "" && np.Request.RouteErr == nil {
+	if np.Port != "" && pod.Spec.NodeName != "" && np.Request.RouteErr == nil && np.RouteWait == nil {
 		// A malformed north_gateway, eip or snat holds back only this
-		// phase (docs/contract.md E4).
+		// phase (docs/contract.md E4), as does a missing external
+		// gateway (E25).
 		w.Routed = true
 		w.Annotations[Key(np.Provider, KeyRouted)] = "true"
 		if !alreadyRouted(pod, np.Provider, s.Name, al) {
@@ -155,23 +156,39 @@ func (pl *Planner) vpc(s *kubeovnv1.Subnet) string {
 	return s.Spec.Vpc
 }
 
+// routedOnClusterRouter reports whether a subnet's ports get the routed
+// phase's rows: an overlay subnet (or an underlay one with a logical
+// gateway) of the cluster router.
+func (pl *Planner) routedOnClusterRouter(s *kubeovnv1.Subnet) bool {
+	return (s.Spec.Vlan == "" || s.Spec.LogicalGateway) && pl.vpc(s) == pl.ClusterRouter
+}
+
 // routeWrites are the routed-phase rows for a network with a node
-// (docs/contract.md §5.2).
+// (docs/contract.md §5.2). With eip or snat, the source route of each
+// address goes to the external gateway (G11) and north_gateway is not
+// used, as kube-ovn does; else to north_gateway (G4).
 func (pl *Planner) routeWrites(s *kubeovnv1.Subnet, pod *corev1.Pod, np *NetworkPlan, al ipam.Allocation) *RouteWrites {
-	vpc := pl.vpc(s)
-	overlay := s.Spec.Vlan == "" || s.Spec.LogicalGateway
-	if !overlay || vpc != pl.ClusterRouter {
+	if !pl.routedOnClusterRouter(s) {
 		return nil
 	}
+	vpc := pl.vpc(s)
 	req := np.Request
 	key := holderKey(pod, np)
 	rw := &RouteWrites{Provider: np.Provider}
-	if !req.NorthGateway.IsValid() && s.Spec.GatewayType != kubeovnv1.GatewayTypeCentralized && !req.EIP.IsValid() && !req.SNAT.IsValid() {
+	natted := req.EIP.IsValid() || req.SNAT.IsValid()
+	if !req.NorthGateway.IsValid() && s.Spec.GatewayType != kubeovnv1.GatewayTypeCentralized && !natted {
 		rw.PortGroup = NodePortGroupName(s.Name, pod.Spec.NodeName)
 	}
 	for _, a := range al.Addresses.List() {
-		if req.NorthGateway.IsValid() && req.NorthGateway.Is4() == a.Is4() {
-			rw.Routes = append(rw.Routes, ovn.RouteSpec{Router: vpc, Prefix: a.String(), Nexthop: req.NorthGateway.String(), Policy: "src-ip", Pod: key})
+		nexthop := req.NorthGateway
+		if natted {
+			nexthop = np.ExternalGateway.V4
+			if a.Is6() {
+				nexthop = np.ExternalGateway.V6
+			}
+		}
+		if nexthop.IsValid() && nexthop.Is4() == a.Is4() {
+			rw.Routes = append(rw.Routes, ovn.RouteSpec{Router: vpc, Prefix: a.String(), Nexthop: nexthop.String(), Policy: "src-ip", Pod: key})
 		}
 		if req.EIP.IsValid() && req.EIP.Is4() == a.Is4() {
 			rw.NATs = append(rw.NATs, ovn.NATSpec{Router: vpc, Type: "dnat_and_snat", ExternalIP: req.EIP.String(), LogicalIP: a.String(), Pod: key})

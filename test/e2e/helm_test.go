@@ -339,8 +339,13 @@ func TestHelmChartRender(t *testing.T) {
 			}
 			switch o.GetKind() {
 			case "Role", "RoleBinding":
-				if o.GetNamespace() != coordinationNS {
-					t.Errorf("%s %s in %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), coordinationNS)
+				// The external gateway's are in kube-ovn's namespace.
+				want := coordinationNS
+				if strings.HasSuffix(o.GetName(), "-external-gateway") {
+					want = "kube-system"
+				}
+				if o.GetNamespace() != want {
+					t.Errorf("%s %s in %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), want)
 				}
 			case "ClusterRole":
 				checkNoCoordinationRules(t, o)
@@ -508,7 +513,7 @@ func TestHelmChartRender(t *testing.T) {
 		}
 		checkNBTLSVolume(t, sts, "shardnet-nb-tls", map[string]string{"ca.crt": "cacert", "tls.crt": "cert", "tls.key": "key"})
 		for _, o := range objs {
-			if o.GetKind() == "Role" || o.GetKind() == "RoleBinding" {
+			if (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && !strings.HasSuffix(o.GetName(), "-external-gateway") {
 				if o.GetNamespace() != "network-coordination" {
 					t.Errorf("%s %s in %s, want network-coordination", o.GetKind(), o.GetName(), o.GetNamespace())
 				}
@@ -977,8 +982,8 @@ func TestHelmChartRoutesPods(t *testing.T) {
 			}
 		}
 	}
-	if applied["Namespace"] != 1 || applied["Role"] != 1 || applied["ServiceAccount"] != 1 {
-		t.Fatalf("applied %v; want the coordination Namespace, a Role and a ServiceAccount", applied)
+	if applied["Namespace"] != 1 || applied["Role"] != 2 || applied["ServiceAccount"] != 1 {
+		t.Fatalf("applied %v; want the coordination Namespace, two Roles (coordination, external gateway) and a ServiceAccount", applied)
 	}
 	sts := one(t, objs, "StatefulSet")
 	sa, _, _ := unstructured.NestedString(sts.Object, "spec", "template", "spec", "serviceAccountName")

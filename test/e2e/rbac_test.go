@@ -37,7 +37,10 @@ func TestDeployRBACRulesAreNeeded(t *testing.T) {
 	defer cancel()
 	ap := newApplier(t, c.kube.Config)
 	objs := kustomizeResources(t, filepath.Join(deployDir(t), "base"))
-	var role, clusterRole = &rbacv1.Role{}, &rbacv1.ClusterRole{}
+	var (
+		roles       []*rbacv1.Role
+		clusterRole = &rbacv1.ClusterRole{}
+	)
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRoleBinding", "RoleBinding":
@@ -49,9 +52,11 @@ func TestDeployRBACRulesAreNeeded(t *testing.T) {
 				t.Fatal(err)
 			}
 		case "Role":
+			role := &rbacv1.Role{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
 				t.Fatal(err)
 			}
+			roles = append(roles, role)
 		}
 	}
 	node := c.kube.CreateNode(t, "kwok-node-probe", "")
@@ -60,17 +65,29 @@ func TestDeployRBACRulesAreNeeded(t *testing.T) {
 	type variant struct {
 		name    string
 		cluster []rbacv1.PolicyRule
-		role    []rbacv1.PolicyRule
+		// roles are the rules of each Role, in the order of roles.
+		roles [][]rbacv1.PolicyRule
 	}
-	variants := []variant{{name: "complete", cluster: clusterRole.Rules, role: role.Rules}}
+	all := func() [][]rbacv1.PolicyRule {
+		out := make([][]rbacv1.PolicyRule, len(roles))
+		for i, r := range roles {
+			out[i] = r.Rules
+		}
+		return out
+	}
+	variants := []variant{{name: "complete", cluster: clusterRole.Rules, roles: all()}}
 	for i, r := range clusterRole.Rules {
-		variants = append(variants, variant{name: "without ClusterRole " + ruleName(r), cluster: without(clusterRole.Rules, i), role: role.Rules})
+		variants = append(variants, variant{name: "without ClusterRole " + ruleName(r), cluster: without(clusterRole.Rules, i), roles: all()})
 	}
-	for i, r := range role.Rules {
-		variants = append(variants, variant{name: "without Role " + ruleName(r), cluster: clusterRole.Rules, role: without(role.Rules, i)})
+	for j, role := range roles {
+		for i, r := range role.Rules {
+			rules := all()
+			rules[j] = without(role.Rules, i)
+			variants = append(variants, variant{name: "without Role " + role.Namespace + "/" + role.Name + " " + ruleName(r), cluster: clusterRole.Rules, roles: rules})
+		}
 	}
 	for i, v := range variants {
-		ok, detail := c.probeRBAC(t, ctx, i, node.Name, clusterRole, role, v.cluster, v.role)
+		ok, detail := c.probeRBAC(t, ctx, i, node.Name, clusterRole, roles, v.cluster, v.roles)
 		switch {
 		case i == 0 && !ok:
 			t.Fatalf("with the complete role shardnet failed: %s", detail)
@@ -85,25 +102,24 @@ func TestDeployRBACRulesAreNeeded(t *testing.T) {
 // probeRBAC installs the given rules, runs one replica with the
 // ServiceAccount's token, and reports whether it routed a pod, warned
 // about a malformed one and wrote the subnet counters within the window.
-func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node string, cr *rbacv1.ClusterRole, r *rbacv1.Role, crRules, rRules []rbacv1.PolicyRule) (bool, string) {
+func (c *cluster) probeRBAC(t *testing.T, ctx context.Context, i int, node string, cr *rbacv1.ClusterRole, roles []*rbacv1.Role, crRules []rbacv1.PolicyRule, roleRules [][]rbacv1.PolicyRule) (bool, string) {
 	t.Helper()
 	rbac := c.kube.Client.RbacV1()
 	cr = cr.DeepCopy()
 	cr.Rules = crRules
-	r = r.DeepCopy()
-	r.Rules = rRules
-	for _, err := range []error{
-		rbac.ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}),
-		rbac.Roles(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}),
-	} {
-		_ = err // absent the first time
-	}
-	cr.ResourceVersion, r.ResourceVersion = "", ""
+	_ = rbac.ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}) // absent the first time
+	cr.ResourceVersion = ""
 	if _, err := rbac.ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rbac.Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for j, r := range roles {
+		r = r.DeepCopy()
+		r.Rules = roleRules[j]
+		_ = rbac.Roles(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}) // absent the first time
+		r.ResourceVersion = ""
+		if _, err := rbac.Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Coordination objects of the previous probe would make this replica
 	// wait out their leases.

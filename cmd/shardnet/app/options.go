@@ -56,6 +56,11 @@ type Options struct {
 	// and snat are not read. The zero value reads them, as the flag's
 	// default does.
 	DisableEIPSNAT bool
+	// ExternalGatewayConfigNS and ExternalGatewaySwitch locate the
+	// external gateway of eip/snat pods' source routes, as kube-ovn's
+	// flags of these names do (docs/contract.md G11).
+	ExternalGatewayConfigNS string
+	ExternalGatewaySwitch   string
 	// KeepVMIP keys KubeVirt launcher pods by their VM, whose address,
 	// MAC and port outlive its launcher pods (kube-ovn's keep-vm-ip).
 	KeepVMIP bool
@@ -105,6 +110,8 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.PodNICType, "pod-nic-type", "veth-pair", "pod_nic_type written for pods that have none")
 	fs.BoolVar(&o.IPRecords, "ip-records", true, "keep a kubeovn.io IP record per pod (one more API write per pod)")
 	fs.Var(inverted{&o.DisableEIPSNAT}, "enable-eip-snat", "write the NAT rules of pods' eip and snat annotations (kube-ovn's --enable-eip-snat); off, both annotations are ignored and NAT rules are left to another controller")
+	fs.StringVar(&o.ExternalGatewayConfigNS, "external-gateway-config-ns", reconcile.DefaultExternalGatewayNamespace, "namespace of the ovn-external-gw-config ConfigMap, whose external-gw-addr is the next hop of the source routes of pods with eip or snat (kube-ovn's flag; RBAC: read that ConfigMap in this namespace)")
+	fs.StringVar(&o.ExternalGatewaySwitch, "external-gateway-switch", reconcile.DefaultExternalGatewaySwitch, "Subnet whose spec.gateway is that next hop when the ConfigMap has no external-gw-addr (kube-ovn's flag)")
 	fs.BoolVar(&o.KeepVMIP, "keep-vm-ip", true, "name KubeVirt launcher pods' ports and IP records after their VM and keep its address, MAC and port until the VM is deleted; off, they are ordinary pods")
 	fs.DurationVar(&o.BatchLinger, "batch-linger", time.Millisecond, "how long a Northbound batch waits for more requests")
 	fs.IntVar(&o.BatchMaxOps, "batch-max-ops", 600, "operations per Northbound transaction at most")

@@ -51,6 +51,9 @@ type incarnation struct {
 	gc      *reconcile.GC
 	met     *metrics.Metrics
 	events  record.EventBroadcaster
+	// extGW serves the external gateway (extgw.go); nil with
+	// --enable-eip-snat=false.
+	extGW reconcile.ExternalGatewayCatalog
 
 	// subnetQ holds subnet names for the leader's subnet reconciler.
 	subnetQ workqueue.TypedRateLimitingInterface[string]
@@ -156,6 +159,9 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 			if err := r.vips.watch(r, inf); err != nil {
 				return err
 			}
+			if r.extGW, err = r.externalGateway(inf, c); err != nil {
+				return err
+			}
 			return r.watchSubnets(inf)
 		},
 	})
@@ -172,7 +178,8 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
 		IPRecords: opts.IPRecords, DisableEIPSNAT: opts.DisableEIPSNAT, Metrics: r.met,
 		Vips: c.Vips, Vlans: c.Vlans, VipWrites: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, VipMetrics: r.vips.met,
-		KeepVMIP: opts.KeepVMIP, PodIndex: c.PodInformer.GetIndexer(), VMs: r.ctrl.Informers().VMs,
+		ExternalGateway: r.extGW,
+		KeepVMIP:        opts.KeepVMIP, PodIndex: c.PodInformer.GetIndexer(), VMs: r.ctrl.Informers().VMs,
 	}); err != nil {
 		r.nb.Close()
 		return nil, err
