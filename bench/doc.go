@@ -21,7 +21,14 @@
 //     NetworkAttachmentDefinition CRD installed, a NAD of type kube-ovn and
 //     a subnet of its provider), so two claims, two IP records and one
 //     patch per pod; a pod counts once both networks are routed. Their
-//     ratio is reported, with no threshold.
+//     ratio is reported, with no threshold;
+//   - shardnet-3-ports: 3 replicas again with every pod asking for port
+//     security, two VIPs of its own and a security group whose port group
+//     the bench makes first, as kube-ovn's SecurityGroup controller would:
+//     its pods/s over shardnet-3's is reported (no threshold), with API
+//     writes, Northbound transactions and Northbound requests per pod
+//     (shardnet_nb_batch_requests: a reconcile that writes sends one
+//     request with all of the pod's rows).
 //
 // Once the 3-replica scenario's pods are routed and kwok has marked them
 // all Running, every replica is stopped (SIGTERM) and started again under

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/ovn/nbdb"
 	"github.com/shardnet/shardnet/reconcile"
 )
 
@@ -89,6 +91,37 @@ func TestUnderlayPodWaitsForItsVlan(t *testing.T) {
 		if len(port.Addresses) != 1 || port.Addresses[0] != addr || port.ExternalIDs["ls"] != "ul-net" || port.ExternalIDs["pod"] != "ul/u1" {
 			return errorf("port u1.ul: addresses %v external ids %v; want [%s] on ul-net for ul/u1", port.Addresses, port.ExternalIDs, addr)
 		}
+		if _, ok := a[reconcile.DefaultKey(reconcile.KeyLogicalRouter)]; ok {
+			return errorf("logical_router annotated on an underlay pod without logicalGateway or u2oInterconnection: %v", a)
+		}
 		return nil
 	})
+	// G2: no routed-phase rows for an underlay subnet: the port is in no
+	// port group and no route or NAT rule has its address.
+	p, err = pods.Get(ctx, "u1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := p.Annotations[reconcile.DefaultKey(reconcile.KeyIPAddress)]
+	port := c.ports(ctx)["u1.ul"]
+	var pgs []nbdb.PortGroup
+	var routes []nbdb.LogicalRouterStaticRoute
+	for _, l := range []any{&pgs, &routes} {
+		if err := c.view.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pg := range pgs {
+		if slices.Contains(pg.Ports, port.UUID) {
+			t.Errorf("underlay port u1.ul is in port group %s", pg.Name)
+		}
+	}
+	for _, r := range routes {
+		if r.IPPrefix == ip {
+			t.Errorf("a route for the underlay pod's address: %s -> %s", r.IPPrefix, r.Nexthop)
+		}
+	}
+	if nats := c.natsOf(ctx, ip); len(nats) > 0 {
+		t.Errorf("NAT rules for the underlay pod's address: %v", nats)
+	}
 }
