@@ -76,6 +76,16 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful handoff when Run's context ends;
 	// shards still held after it are abandoned. Default LeaseDuration.
 	ShutdownTimeout time.Duration
+	// FirstAssignmentWait bounds how long a replica that starts leading
+	// holds back its first assignment while members the table names as
+	// owners have no member Lease (they were stopped and are starting
+	// again: a restart of every replica). Assigning at once would give
+	// their shards to the members already there and move them back a
+	// moment later, reconciling those pods twice. A member whose Lease
+	// exists, even expired, is never waited for, so a dead replica's
+	// shards move as they do without this. Default LeaseDuration/2;
+	// negative turns it off.
+	FirstAssignmentWait time.Duration
 	// Holder runs the shards. Required.
 	Holder Holder
 	// OnLeading, if set, is called when this replica starts leading, with
@@ -127,6 +137,9 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = c.LeaseDuration
+	}
+	if c.FirstAssignmentWait == 0 {
+		c.FirstAssignmentWait = c.LeaseDuration / 2
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -191,6 +204,9 @@ type Coordinator struct {
 
 	// leading is true between OnStartedLeading and the end of that term.
 	leading atomic.Bool
+	// ledSince is when the current leadership term started (UnixNano),
+	// for FirstAssignmentWait.
+	ledSince atomic.Int64
 	// term is the current leadership term (LeaderTerm), 0 when unknown.
 	term atomic.Uint64
 	// elector is the current election attempt, for IsLeader.

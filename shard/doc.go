@@ -42,7 +42,13 @@
 //     hands its shards over with acknowledgements, releases leadership and
 //     deletes its Lease, so a rolling update waits for no lease to expire;
 //   - a leader that sees a member expire re-reads its Lease before acting,
-//     so a stalled watch alone does not hand a live member's shards away.
+//     so a stalled watch alone does not hand a live member's shards away;
+//   - a replica that starts leading holds its first assignment back, for
+//     at most FirstAssignmentWait, while owners the table names have no
+//     member Lease at all (every replica was restarted and the others are
+//     still loading their caches), so their shards are not given to it and
+//     moved back a moment later. An existing Lease, even expired, is not
+//     waited for: a dead replica's shards move as soon as without it.
 //
 // Not guaranteed:
 //   - fencing. Like client-go's leader election this package cannot stop a

@@ -47,6 +47,7 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 					// and the leader's own writes wait; the assignment,
 					// written by compare-and-swap, does not.
 					c.term.Store(0)
+					c.ledSince.Store(c.clock.Now().UnixNano())
 					c.leading.Store(true)
 					c.wake()
 					if f := c.cfg.OnLeading; f != nil {
@@ -128,6 +129,10 @@ func (c *Coordinator) lead(ctx context.Context) time.Time {
 	}
 	c.mu.Unlock()
 	slices.SortFunc(members, func(a, b Member) int { return cmpString(a.Name, b.Name) })
+	if until, missing := c.settling(table, members, now); len(missing) > 0 {
+		logger.V(2).Info("Waiting for the owners the assignment names before assigning", "missing", missing, "until", until)
+		return until
+	}
 	plan, err := c.planner.Step(table, members, now)
 	if err != nil {
 		logger.Error(err, "Planning shard assignment")
@@ -176,6 +181,38 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// settling reports the owners the table names that have no member Lease
+// while this leadership term is younger than FirstAssignmentWait, and when
+// that wait ends: a replica that starts leading after every replica was
+// restarted finds the others' Leases gone until they have loaded their
+// caches and registered again, a moment later. Planning then would give
+// it every shard and move most of them back once the others register. A
+// Lease that exists counts, live or expired: a dead replica's shards are
+// never held back.
+func (c *Coordinator) settling(table *Assignment, members []Member, now time.Time) (time.Time, []string) {
+	if c.cfg.FirstAssignmentWait <= 0 || table == nil {
+		return time.Time{}, nil
+	}
+	until := time.Unix(0, c.ledSince.Load()).Add(c.cfg.FirstAssignmentWait)
+	if !now.Before(until) {
+		return time.Time{}, nil
+	}
+	present := map[string]bool{}
+	for _, m := range members {
+		if !m.Deleted {
+			present[m.Name] = true
+		}
+	}
+	var missing []string
+	for _, e := range table.Shards {
+		if e.Owner != "" && !present[e.Owner] && !slices.Contains(missing, e.Owner) {
+			missing = append(missing, e.Owner)
+		}
+	}
+	slices.Sort(missing)
+	return until, missing
 }
 
 // confirmExpiries reads live the Leases of members that look expired, so a

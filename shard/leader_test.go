@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -55,4 +57,95 @@ func TestLeadChecksExpiryAndPlansAtOneInstant(t *testing.T) {
 	if got := c.table.Owners()["a"]; got != 2 {
 		t.Errorf("a owns %d shards after the step, want 2: %v", got, c.table)
 	}
+}
+
+// After every replica restarted, the first leader finds the other owners
+// of the table without a member Lease: it holds the assignment back until
+// they register (then assigns each its own shards back, moving nothing
+// twice) or until FirstAssignmentWait has passed (then assigns without
+// them). A member whose Lease exists, even expired, is not waited for.
+func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
+	const ld = 4 * time.Second
+	t0 := time.Unix(1000, 0)
+	table := NewAssignment(4)
+	table.Generation = 1
+	for s, owner := range []string{"a", "a", "b", "b"} {
+		table.Shards[s] = Entry{Owner: owner, Inc: "old-" + owner, Epoch: 1, Gen: 1}
+	}
+	start := func(t *testing.T) (*Coordinator, *clocktesting.FakeClock, *fake.Clientset) {
+		clk := clocktesting.NewFakeClock(t0)
+		client := fake.NewClientset()
+		c, err := NewCoordinator(Config{
+			Client: client, Namespace: "ns", Identity: "a", Holder: nopHolder{}, Shards: 4,
+			LeaseDuration: ld, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond, Clock: clk,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := table.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().ConfigMaps("ns").Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: c.tableName, Namespace: "ns", ResourceVersion: "1"},
+			Data:       map[string]string{AssignmentKey: text},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		client.ClearActions()
+		c.setTable(table, "1")
+		c.ledSince.Store(t0.UnixNano())
+		c.observed["a"] = &observation{rv: "1", lastSeen: t0, report: report{incarnation: "new-a", held: NewSet(), seen: 1}}
+		return c, clk, client
+	}
+	wrote := func(client *fake.Clientset) bool {
+		for _, a := range client.Actions() {
+			if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "update" || a.GetVerb() == "create") {
+				return true
+			}
+		}
+		return false
+	}
+
+	t.Run("the owner registers", func(t *testing.T) {
+		c, clk, client := start(t)
+		if wake := c.lead(context.Background()); !wake.Equal(t0.Add(ld / 2)) {
+			t.Errorf("wake %v, want the end of the wait %v", wake, t0.Add(ld/2))
+		}
+		if wrote(client) {
+			t.Fatal("the leader assigned while b, an owner of the table, had no Lease yet")
+		}
+		clk.Step(time.Second)
+		c.observed["b"] = &observation{rv: "2", lastSeen: clk.Now(), report: report{incarnation: "new-b", held: NewSet(), seen: 1}}
+		c.lead(context.Background())
+		if !wrote(client) {
+			t.Fatal("no assignment once every owner registered")
+		}
+		for s, owner := range []string{"a", "a", "b", "b"} {
+			if e := c.table.Shards[s]; e.Owner != owner || e.Inc != "new-"+owner {
+				t.Errorf("shard %d: %s (%s), want %s in its new incarnation", s, e.Owner, e.Inc, owner)
+			}
+		}
+	})
+	t.Run("the wait ends", func(t *testing.T) {
+		c, clk, client := start(t)
+		c.lead(context.Background())
+		clk.Step(ld / 2)
+		c.lead(context.Background())
+		if !wrote(client) {
+			t.Fatal("no assignment after FirstAssignmentWait")
+		}
+		if got := c.table.Owners()["a"]; got != 4 {
+			t.Errorf("a owns %d shards, want all 4 once b is given up on", got)
+		}
+	})
+	t.Run("an expired Lease is not waited for", func(t *testing.T) {
+		c, _, client := start(t)
+		// Confirmed expired on the server (read live, still there).
+		c.observed["b"] = &observation{rv: "1", confirmedRV: "1", lastSeen: t0.Add(-2 * ld), report: report{incarnation: "old-b", held: NewSet(2, 3), seen: 1}}
+		c.lead(context.Background())
+		if !wrote(client) {
+			t.Fatal("the leader waited for b, whose Lease exists (expired)")
+		}
+	})
 }
