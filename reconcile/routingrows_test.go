@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 )
 
@@ -38,15 +37,7 @@ func routingRowsFollow(t *testing.T, provider string) {
 	s := startSlice(t)
 	ctx := s.ctx()
 	node := s.kube.CreateNode(t, "node-rr", "")
-	s.createSubnet("main", "10.42.0.0/24", func(sp *kubeovnv1.SubnetSpec) { sp.Default = true })
-	s.createNamespace("rr")
-	subnet, base := "main", map[string]string{}
-	if provider != DefaultProvider {
-		subnet = "att"
-		s.createSubnet(subnet, "10.43.0.0/24", func(sp *kubeovnv1.SubnetSpec) { sp.Provider = provider })
-		s.createNAD("rr", "net1", `{"cniVersion":"0.3.1","type":"kube-ovn","server_socket":"/run/openvswitch/kube-ovn-daemon.sock"}`)
-		base[AnnotationNetworks] = "net1"
-	}
+	subnet, base := s.networkUnderTest("rr", provider, "10.42.0.0/24", "10.43.0.0/24")
 	with := func(ann map[string]string) map[string]string {
 		out := maps.Clone(base)
 		for k, v := range ann {

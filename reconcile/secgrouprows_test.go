@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 )
@@ -37,14 +36,10 @@ func securityGroupRowsFollow(t *testing.T, provider string) {
 	s := startSlice(t)
 	ctx := s.ctx()
 	node := s.kube.CreateNode(t, "node-sg", "")
-	s.createSubnet("main", "10.44.0.0/24", func(sp *kubeovnv1.SubnetSpec) { sp.Default = true })
-	s.createNamespace("sg")
-	subnet, vips, base := "main", "10.44.0.200,10.44.0.201", map[string]string{}
-	if provider != DefaultProvider {
-		subnet, vips = "att", "10.45.0.200,10.45.0.201"
-		s.createSubnet(subnet, "10.45.0.0/24", func(sp *kubeovnv1.SubnetSpec) { sp.Provider = provider })
-		s.createNAD("sg", "net1", `{"cniVersion":"0.3.1","type":"kube-ovn","server_socket":"/run/openvswitch/kube-ovn-daemon.sock"}`)
-		base[AnnotationNetworks] = "net1"
+	subnet, base := s.networkUnderTest("sg", provider, "10.44.0.0/24", "10.45.0.0/24")
+	vips := "10.44.0.200,10.44.0.201"
+	if subnet == "att" {
+		vips = "10.45.0.200,10.45.0.201"
 	}
 	key := func(k string) string { return Key(provider, k) }
 	makeGroup := func(sg string) {

@@ -258,6 +258,22 @@ func newPod(ns, name, node string, ann map[string]string) *corev1.Pod {
 	}
 }
 
+// networkUnderTest prepares the network a row test runs on: the default
+// subnet "main" (mainCIDR) in a new namespace ns and, for an attachment
+// (provider other than the default), the subnet "att" (attCIDR) of its
+// provider and the NAD net1 of type kube-ovn. It returns the subnet the
+// network is on and the annotations a pod needs to ask for it.
+func (s *slice) networkUnderTest(ns, provider, mainCIDR, attCIDR string) (subnet string, base map[string]string) {
+	s.createSubnet("main", mainCIDR, func(sp *kubeovnv1.SubnetSpec) { sp.Default = true })
+	s.createNamespace(ns)
+	if provider == DefaultProvider {
+		return "main", map[string]string{}
+	}
+	s.createSubnet("att", attCIDR, func(sp *kubeovnv1.SubnetSpec) { sp.Provider = provider })
+	s.createNAD(ns, "net1", `{"cniVersion":"0.3.1","type":"kube-ovn","server_socket":"/run/openvswitch/kube-ovn-daemon.sock"}`)
+	return "att", map[string]string{AnnotationNetworks: "net1"}
+}
+
 func (s *slice) createPods(pods []*corev1.Pod) {
 	s.t.Helper()
 	sem := make(chan struct{}, 16)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -177,6 +178,19 @@ func TestKustomizeBuilds(t *testing.T) {
 			}
 		case o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "Namespace":
 			checkNoCoordinationRules(t, o)
+		case (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && strings.HasSuffix(o.GetName(), "-external-gateway"):
+			// kube-ovn's external gateway ConfigMap, read by name only.
+			if o.GetNamespace() != "kube-system" {
+				t.Errorf("base: %s %s in namespace %q, want kube-system", o.GetKind(), o.GetName(), o.GetNamespace())
+			}
+			if o.GetKind() == "Role" {
+				rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+				want := []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"},
+					"resourceNames": []any{"ovn-external-gw-config"}, "verbs": []any{"get", "list", "watch"}}}
+				if !reflect.DeepEqual(rules, want) {
+					t.Errorf("base: Role %s rules %v, want %v", o.GetName(), rules, want)
+				}
+			}
 		case o.GetKind() == "Role" || o.GetKind() == "RoleBinding":
 			// Leases and ConfigMaps only in shardnet's own namespace.
 			if o.GetNamespace() != coordinationNS {
