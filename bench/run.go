@@ -726,16 +726,21 @@ func (cfg Config) apiServerProfile(ctx context.Context, kube *harness.Kube, name
 	cfg.saveProfile(name, bytes.NewReader(b))
 }
 
-// restartAll stops every replica (SIGTERM, as a rollout does), starts them
-// again under the same identities, and times the way back to steady state:
-// every shard owned and synced (each pod it was seeded with reconciled
-// since the start) and no key queued.
+// restartAll stops every replica at once (SIGTERM to each, as deleting
+// the StatefulSet's pods together does), starts them again under the same
+// identities, and times the way back to steady state: every shard owned
+// and synced (each pod it was seeded with reconciled since the start) and
+// no key queued. Stopped one after the other instead, the last replicas
+// would take over the shards of the first ones on the way down, a
+// scale-down rather than a restart.
 func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, old []*replicaProc, profile bool) (*Restart, []*replicaProc, error) {
 	r := &Restart{}
 	t := time.Now()
+	var stopping sync.WaitGroup
 	for _, rp := range old {
-		rp.stop()
+		stopping.Go(rp.stop)
 	}
+	stopping.Wait()
 	r.StopSeconds = time.Since(t).Seconds()
 	start := time.Now()
 	var procs []*replicaProc

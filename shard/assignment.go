@@ -39,6 +39,13 @@ type Assignment struct {
 	Generation uint64 `json:"generation"`
 	// Shards has exactly one entry per shard.
 	Shards []Entry `json:"shards"`
+	// Members are the alive members (sorted), leaving ones and those gone
+	// less than a lease duration ago included, as of the last step with a
+	// ready member, plus those seen since while
+	// none was ready: after every replica stopped, the ones a new leader
+	// waits for before its first assignment (Config.FirstAssignmentWait).
+	// Tables written before this field have none, and no wait.
+	Members []string `json:"m,omitempty"`
 }
 
 // NewAssignment returns the empty table for shards shards: no owners,
@@ -49,7 +56,7 @@ func NewAssignment(shards int) *Assignment {
 
 // Clone returns a deep copy.
 func (a *Assignment) Clone() *Assignment {
-	out := &Assignment{Generation: a.Generation, Shards: make([]Entry, len(a.Shards))}
+	out := &Assignment{Generation: a.Generation, Shards: make([]Entry, len(a.Shards)), Members: slices.Clone(a.Members)}
 	for i, e := range a.Shards {
 		e.Pending = slices.Clone(e.Pending)
 		out.Shards[i] = e

@@ -44,10 +44,10 @@
 //   - a leader that sees a member expire re-reads its Lease before acting,
 //     so a stalled watch alone does not hand a live member's shards away;
 //   - a replica that starts leading holds its first assignment back, for
-//     at most FirstAssignmentWait, while owners the table names have no
-//     member Lease at all (every replica was restarted and the others are
-//     still loading their caches), so their shards are not given to it and
-//     moved back a moment later. An existing Lease, even expired, is not
+//     at most FirstAssignmentWait, while members the table last saw ready
+//     have no member Lease at all (every replica was restarted and the
+//     others are still loading their caches), so their shards are not
+//     given to it and moved back a moment later. An existing Lease, even expired, is not
 //     waited for: a dead replica's shards move as soon as without it.
 //
 // Not guaranteed:

@@ -183,10 +183,11 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// settling reports the owners the table names that have no member Lease
-// while this leadership term is younger than FirstAssignmentWait, and when
-// that wait ends: a replica that starts leading after every replica was
-// restarted finds the others' Leases gone until they have loaded their
+// settling reports the members the table last saw ready (Members) that
+// have no member Lease while this leadership term is younger than
+// FirstAssignmentWait, and when that wait ends: a replica that starts
+// leading after every replica was restarted finds the others' Leases gone
+// (each deleted its own on the way out) until they have loaded their
 // caches and registered again, a moment later. Planning then would give
 // it every shard and move most of them back once the others register. A
 // Lease that exists counts, live or expired: a dead replica's shards are
@@ -206,12 +207,11 @@ func (c *Coordinator) settling(table *Assignment, members []Member, now time.Tim
 		}
 	}
 	var missing []string
-	for _, e := range table.Shards {
-		if e.Owner != "" && !present[e.Owner] && !slices.Contains(missing, e.Owner) {
-			missing = append(missing, e.Owner)
+	for _, name := range table.Members {
+		if !present[name] {
+			missing = append(missing, name)
 		}
 	}
-	slices.Sort(missing)
 	return until, missing
 }
 

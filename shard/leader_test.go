@@ -40,6 +40,7 @@ func TestLeadChecksExpiryAndPlansAtOneInstant(t *testing.T) {
 	}
 	table := NewAssignment(4)
 	table.Generation = 1
+	table.Members = []string{"a", "b"}
 	for s, owner := range []string{"a", "a", "b", "b"} {
 		table.Shards[s] = Entry{Owner: owner, Inc: "i-" + owner, Epoch: 1, Gen: 1}
 	}
@@ -59,18 +60,22 @@ func TestLeadChecksExpiryAndPlansAtOneInstant(t *testing.T) {
 	}
 }
 
-// After every replica restarted, the first leader finds the other owners
-// of the table without a member Lease: it holds the assignment back until
-// they register (then assigns each its own shards back, moving nothing
-// twice) or until FirstAssignmentWait has passed (then assigns without
-// them). A member whose Lease exists, even expired, is not waited for.
+// After every replica restarted, the first leader finds the members the
+// table last saw ready without a member Lease: it holds the assignment
+// back until they register (then gives each its share at once, moving
+// nothing twice) or until FirstAssignmentWait has passed (then assigns
+// without them). A member whose Lease exists, even expired, is not waited
+// for.
 func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 	const ld = 4 * time.Second
 	t0 := time.Unix(1000, 0)
+	// The table as every replica's shutdown left it: no owners, the
+	// members last ready recorded.
 	table := NewAssignment(4)
-	table.Generation = 1
-	for s, owner := range []string{"a", "a", "b", "b"} {
-		table.Shards[s] = Entry{Owner: owner, Inc: "old-" + owner, Epoch: 1, Gen: 1}
+	table.Generation = 3
+	table.Members = []string{"a", "b"}
+	for s := range table.Shards {
+		table.Shards[s] = Entry{Epoch: 2, Gen: 3}
 	}
 	start := func(t *testing.T) (*Coordinator, *clocktesting.FakeClock, *fake.Clientset) {
 		clk := clocktesting.NewFakeClock(t0)
@@ -95,7 +100,7 @@ func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 		client.ClearActions()
 		c.setTable(table, "1")
 		c.ledSince.Store(t0.UnixNano())
-		c.observed["a"] = &observation{rv: "1", lastSeen: t0, report: report{incarnation: "new-a", held: NewSet(), seen: 1}}
+		c.observed["a"] = &observation{rv: "1", lastSeen: t0, report: report{incarnation: "new-a", held: NewSet(), seen: 3}}
 		return c, clk, client
 	}
 	wrote := func(client *fake.Clientset) bool {
@@ -116,15 +121,13 @@ func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 			t.Fatal("the leader assigned while b, an owner of the table, had no Lease yet")
 		}
 		clk.Step(time.Second)
-		c.observed["b"] = &observation{rv: "2", lastSeen: clk.Now(), report: report{incarnation: "new-b", held: NewSet(), seen: 1}}
+		c.observed["b"] = &observation{rv: "2", lastSeen: clk.Now(), report: report{incarnation: "new-b", held: NewSet(), seen: 3}}
 		c.lead(context.Background())
 		if !wrote(client) {
 			t.Fatal("no assignment once every owner registered")
 		}
-		for s, owner := range []string{"a", "a", "b", "b"} {
-			if e := c.table.Shards[s]; e.Owner != owner || e.Inc != "new-"+owner {
-				t.Errorf("shard %d: %s (%s), want %s in its new incarnation", s, e.Owner, e.Inc, owner)
-			}
+		if got := c.table.Owners(); got["a"] != 2 || got["b"] != 2 {
+			t.Errorf("owners %v, want a and b with two shards each from the first assignment", got)
 		}
 	})
 	t.Run("the wait ends", func(t *testing.T) {
@@ -142,7 +145,7 @@ func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 	t.Run("an expired Lease is not waited for", func(t *testing.T) {
 		c, _, client := start(t)
 		// Confirmed expired on the server (read live, still there).
-		c.observed["b"] = &observation{rv: "1", confirmedRV: "1", lastSeen: t0.Add(-2 * ld), report: report{incarnation: "old-b", held: NewSet(2, 3), seen: 1}}
+		c.observed["b"] = &observation{rv: "1", confirmedRV: "1", lastSeen: t0.Add(-2 * ld), report: report{incarnation: "old-b", held: NewSet(), seen: 3}}
 		c.lead(context.Background())
 		if !wrote(client) {
 			t.Fatal("the leader waited for b, whose Lease exists (expired)")

@@ -80,7 +80,11 @@ func (p *Planner) alive(m *Member, now time.Time) bool {
 //     members; any alive non-owner that reports holding the shard is pending;
 //   - a pending member drops out once it reports a generation at least the
 //     entry's Gen without holding the shard (its acknowledgement), or once it
-//     is no longer alive (its own renew deadline stopped it before that).
+//     is no longer alive (its own renew deadline stopped it before that);
+//   - the table records the alive members (Members): leaving ones, and
+//     those that deleted their Lease less than LeaseDuration ago, included;
+//     while no member is ready it only adds to them, so a stop of every
+//     replica leaves all of them recorded.
 func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan, error) {
 	if prev == nil {
 		prev = NewAssignment(p.Shards)
@@ -90,7 +94,7 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 	}
 	byName := make(map[string]*Member, len(members))
 	incarnation := make(map[string]string, len(members))
-	var ready []string
+	var ready, here []string
 	var wake time.Time
 	for i := range members {
 		m := &members[i]
@@ -102,6 +106,7 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 		if exp := m.LastSeen.Add(p.LeaseDuration); wake.IsZero() || exp.Before(wake) {
 			wake = exp
 		}
+		here = append(here, m.Name)
 		if !m.Leaving && !m.Deleted {
 			ready = append(ready, m.Name)
 		}
@@ -114,6 +119,20 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 	owners := p.owners(prev, ready)
 	var moved []int
 	changed := false
+	// Members: every alive member, leaving ones and those whose Lease was
+	// deleted less than a lease duration ago included, while some member
+	// is ready; while none is (every replica stopping), the set only grows.
+	// A replica that stopped a moment before the others is thus still
+	// recorded when the last one goes.
+	slices.Sort(here)
+	if len(ready) > 0 {
+		next.Members = here
+	} else {
+		for _, name := range here {
+			next.Members = appendSorted(next.Members, name)
+		}
+	}
+	changed = !slices.Equal(next.Members, prev.Members)
 	for s := range next.Shards {
 		e := &next.Shards[s]
 		old := prev.Shards[s]
