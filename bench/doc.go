@@ -31,7 +31,7 @@
 //     request with all of the pod's rows).
 //
 // Once the 3-replica scenario's pods are routed and kwok has marked them
-// all Running, every replica is stopped (SIGTERM) and started again under
+// all Running, every replica is stopped at once (SIGTERM) and started again under
 // the same identity, Restarts times, and each restart is timed to steady
 // state: every shard owned and synced (each pod it was seeded with
 // reconciled since the start, shardnet_shards_synced) and no key queued.
