@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -18,6 +19,20 @@ type tickingClock struct{ *clocktesting.FakeClock }
 func (c tickingClock) Now() time.Time {
 	c.Step(time.Millisecond)
 	return c.FakeClock.Now()
+}
+
+// leaderUnderTest is the coordinator of member "a" over four shards whose
+// lead steps a test drives by hand.
+func leaderUnderTest(t *testing.T, client *fake.Clientset, clk clock.WithTicker, ld time.Duration) *Coordinator {
+	t.Helper()
+	c, err := NewCoordinator(Config{
+		Client: client, Namespace: "ns", Identity: "a", Holder: nopHolder{}, Shards: 4,
+		LeaseDuration: ld, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond, Clock: clk,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A member whose last sign of life is about to be a lease duration old
@@ -31,13 +46,7 @@ func TestLeadChecksExpiryAndPlansAtOneInstant(t *testing.T) {
 	// would be t0+ld, when a counts as expired.
 	clk := tickingClock{clocktesting.NewFakeClock(t0.Add(ld - 2*time.Millisecond))}
 	client := fake.NewClientset()
-	c, err := NewCoordinator(Config{
-		Client: client, Namespace: "ns", Identity: "a", Holder: nopHolder{}, Shards: 4,
-		LeaseDuration: ld, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond, Clock: clk,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := leaderUnderTest(t, client, clk, ld)
 	table := NewAssignment(4)
 	table.Generation = 1
 	table.Members = []string{"a", "b"}
@@ -80,13 +89,7 @@ func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 	start := func(t *testing.T) (*Coordinator, *clocktesting.FakeClock, *fake.Clientset) {
 		clk := clocktesting.NewFakeClock(t0)
 		client := fake.NewClientset()
-		c, err := NewCoordinator(Config{
-			Client: client, Namespace: "ns", Identity: "a", Holder: nopHolder{}, Shards: 4,
-			LeaseDuration: ld, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond, Clock: clk,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := leaderUnderTest(t, client, clk, ld)
 		text, err := table.Marshal()
 		if err != nil {
 			t.Fatal(err)
