@@ -35,7 +35,7 @@ const ReasonExternalGateway = "ExternalGatewayUnavailable"
 
 // ErrNoExternalGateway is an external gateway that is not configured, or
 // not an address: the routed phase of a pod with eip or snat waits for it
-// (docs/contract.md G11, E25).
+// (docs/contract.md G11, E25; docs/decisions/0018-external-gateway.md).
 var ErrNoExternalGateway = errors.New("no external gateway")
 
 // ExternalGatewayCatalog serves the external gateway: one next hop per
