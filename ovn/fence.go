@@ -118,9 +118,13 @@ func (c *Client) fenceOp(f Fence) (ovsdb.Operation, error) {
 // Epochs only grow: TakeOver returns a *StaleEpochError when a higher epoch
 // is already recorded, and nil without writing when epoch itself is (so a
 // retry after a lost reply is safe). The write is a compare-and-swap on the
-// whole NB_Global.external_ids map, so concurrent take-overs of other shards
-// never lose each other's epochs; a lost race is retried against the fresh
-// cache, a bounded number of times.
+// shard's own pair of NB_Global.external_ids (a wait that the pair still
+// holds the value read, then a mutation of that key alone; a key not yet
+// recorded is inserted by a mutation that never replaces one, then checked),
+// so take-overs of other shards neither lose each other's epochs nor make
+// each other retry: a whole replica's shards, or every shard after a
+// restart, are taken over at once. A lost race on the same shard is
+// retried against the fresh cache, a bounded number of times.
 //
 // TakeOver creates the NB_Global row when the database has none.
 func (c *Client) TakeOver(ctx context.Context, shard int, epoch uint64) error {
@@ -143,28 +147,42 @@ func (c *Client) TakeOver(ctx context.Context, shard int, epoch uint64) error {
 				Row:   ovsdb.Row{"external_ids": ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
 			}}
 		} else {
-			cur, has := parseEpoch(g.ExternalIDs[key])
+			raw, present := g.ExternalIDs[key]
+			cur, has := parseEpoch(raw)
 			switch {
 			case has && cur == epoch:
 				return nil
 			case has && cur > epoch:
 				return &StaleEpochError{Shard: shard, Epoch: epoch, Recorded: cur}
 			}
-			zero := 0
-			where := []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: g.UUID}}}
-			ops = []ovsdb.Operation{
-				{
-					Op: ovsdb.OperationWait, Table: nbdb.NBGlobalTable, Timeout: &zero, Where: where,
-					Columns: []string{"external_ids"}, Until: string(ovsdb.WaitConditionEqual),
-					Rows: []ovsdb.Row{{"external_ids": toOvsMap(g.ExternalIDs)}},
-				},
-				{
-					Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Where: where,
-					Mutations: []ovsdb.Mutation{
-						{Column: "external_ids", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: []any{key}}},
-						{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
+			where := func() []ovsdb.Condition {
+				return []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: g.UUID}}}
+			}
+			if present {
+				// Compare-and-swap on this shard's pair alone.
+				ops = []ovsdb.Operation{
+					pairHolds(g.UUID, key, raw),
+					{
+						Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Where: where(),
+						Mutations: []ovsdb.Mutation{
+							{Column: "external_ids", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: []any{key}}},
+							{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
+						},
 					},
-				},
+				}
+			} else {
+				// An insert mutation never replaces a key: when another
+				// owner's epoch got there first it stays, and the wait
+				// after the insert fails the transaction.
+				ops = []ovsdb.Operation{
+					{
+						Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Where: where(),
+						Mutations: []ovsdb.Mutation{
+							{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
+						},
+					},
+					pairHolds(g.UUID, key, val),
+				}
 			}
 		}
 		res, err := c.rawTransact(ctx, ops)
@@ -185,6 +203,23 @@ func (c *Client) TakeOver(ctx context.Context, shard int, epoch uint64) error {
 		}
 	}
 	return fmt.Errorf("ovn: taking over shard %d: compare-and-swap lost %d times", shard, attempts)
+}
+
+// pairHolds is the wait op that holds only while the NB_Global row uuid
+// has external_ids key=value; timeout 0 fails the transaction at once
+// when it does not.
+func pairHolds(uuid, key, value string) ovsdb.Operation {
+	zero := 0
+	return ovsdb.Operation{
+		Op: ovsdb.OperationWait, Table: nbdb.NBGlobalTable, Timeout: &zero,
+		Where: []ovsdb.Condition{
+			{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}},
+			{Column: "external_ids", Function: ovsdb.ConditionIncludes, Value: ovsdb.OvsMap{GoMap: map[any]any{key: value}}},
+		},
+		Columns: []string{"_uuid"},
+		Until:   string(ovsdb.WaitConditionEqual),
+		Rows:    []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: uuid}}},
+	}
 }
 
 func toOvsMap(m map[string]string) ovsdb.OvsMap {

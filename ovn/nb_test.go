@@ -384,6 +384,59 @@ func TestBatchWithBadRequestsCommitsTheOthers(t *testing.T) {
 	}
 }
 
+// Take-overs of different shards at once (a replica's shards after a
+// restart) all land with their own epochs, whether the shard's key is new
+// or recorded; two owners racing for one shard leave the higher epoch.
+func TestTakeOversAtOnce(t *testing.T) {
+	bothServers(t, func(t *testing.T, s nbServer) {
+		c := connect(t, s.endpoints, s.leaderOnly)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.TakeOver(ctx, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "NB_Global in cache", func() bool { e, _ := c.Epoch(0); return e == 1 })
+		const shards = 64
+		all := func(epoch uint64) {
+			t.Helper()
+			errs := make(chan error, shards)
+			for s := 1; s <= shards; s++ {
+				go func() { errs <- c.TakeOver(ctx, s, epoch) }()
+			}
+			for range shards {
+				if err := <-errs; err != nil {
+					t.Fatalf("take-over at epoch %d: %v", epoch, err)
+				}
+			}
+			eventually(t, fmt.Sprintf("every shard at epoch %d", epoch), func() bool {
+				for s := 1; s <= shards; s++ {
+					if e, _ := c.Epoch(s); e != epoch {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		all(2) // keys not recorded yet
+		all(3) // keys recorded
+		if e, _ := c.Epoch(0); e != 1 {
+			t.Fatalf("shard 0 at epoch %d, want 1: lost to the others' take-overs", e)
+		}
+
+		errs := make(chan error, 2)
+		for _, epoch := range []uint64{4, 9} {
+			go func() { errs <- c.TakeOver(ctx, 100, epoch) }()
+		}
+		for range 2 {
+			var se *StaleEpochError
+			if err := <-errs; err != nil && !(errors.As(err, &se) && se.Epoch == 4 && se.Recorded == 9) {
+				t.Fatalf("racing take-overs of one shard: %v", err)
+			}
+		}
+		eventually(t, "shard 100 at epoch 9", func() bool { e, _ := c.Epoch(100); return e == 9 })
+	})
+}
+
 func TestStaleEpochBatchIsRejectedAfterTakeOver(t *testing.T) {
 	bothServers(t, func(t *testing.T, s nbServer) {
 		c := connect(t, s.endpoints, s.leaderOnly)
