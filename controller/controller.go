@@ -63,7 +63,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller config: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	kube, err := kubernetes.NewForConfig(Protobuf(rc))
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}

@@ -93,7 +93,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	}
 	r := &incarnation{opts: opts}
 	var err error
-	if r.kube, err = kubernetes.NewForConfig(rc); err != nil {
+	if r.kube, err = kubernetes.NewForConfig(controller.Protobuf(rc)); err != nil {
 		return nil, err
 	}
 	if r.sn, err = versioned.NewForConfig(rc); err != nil {
