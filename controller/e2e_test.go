@@ -363,6 +363,31 @@ func (c *cluster) settle(limit time.Duration) (map[int]string, time.Time) {
 	return nil, time.Time{}
 }
 
+// settleOwnedByAll is settle until every live replica owns a shard.
+func (c *cluster) settleOwnedByAll(limit time.Duration) map[int]string {
+	c.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		own, _ := c.settle(time.Until(deadline))
+		owners := map[string]bool{}
+		for _, o := range own {
+			owners[o] = true
+		}
+		missing := 0
+		for _, r := range c.live() {
+			if !owners[r.name] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return own
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%d live replicas own no shard after %s", missing, limit)
+		}
+	}
+}
+
 func moved(before, after map[int]string) int {
 	n := 0
 	for s, o := range after {
@@ -576,7 +601,10 @@ func TestE2E(t *testing.T) {
 		for i := range 3 {
 			c.start(fmt.Sprintf("shardnet-%d", i))
 		}
-		before, _ := c.settle(60 * time.Second)
+		// Settled, and with every replica owning shards: a replica whose
+		// Lease came late is given its share by a rebalance that a quiet
+		// half second does not wait for.
+		before := c.settleOwnedByAll(60 * time.Second)
 		var victim *replica
 		for _, r := range c.live() {
 			if !r.ctrl.IsLeader() {
