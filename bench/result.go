@@ -76,6 +76,11 @@ type Scenario struct {
 	// histograms over the scenario; what the stages leave of the latency
 	// is the informer and watch delays and the retries.
 	Stages []StageLatency `json:"stages,omitempty"`
+	// StallSeconds is the longest time no pod became done while created
+	// pods waited (a plateau of the timeline), and StallAtSeconds when it
+	// began, from the first create.
+	StallSeconds   float64 `json:"stallSeconds"`
+	StallAtSeconds float64 `json:"stallAtSeconds"`
 	// Latencies are every pod's create-to-annotated time, sorted, in ms.
 	Latencies []float64 `json:"latenciesMs"`
 	// Restarts are the restarts of every replica after the pods were
@@ -111,7 +116,7 @@ type Restart struct {
 const RestartGoalSeconds = 20
 
 // PeakRSSGoalMiB is the goal for memory per replica at 50,000 pods.
-const PeakRSSGoalMiB = 600
+const PeakRSSGoalMiB = 400
 
 // Ratios are the figures the guard compares.
 type Ratios struct {
@@ -131,6 +136,15 @@ type Ratios struct {
 	// HalfRateP99Ms is the p99 create-to-routed latency (ms) of the
 	// scenario paced at half the 3-replica rate; 0 when it did not run.
 	HalfRateP99Ms float64 `json:"halfRateP99ms,omitempty"`
+	// HalfRateP99VsRaw is HalfRateP99Ms over the p99 of the raw writer
+	// paced at the same rate (RawHalfScenario): 1 would be a pod path as
+	// quick as the plain client's same writes; 0 when either did not run.
+	HalfRateP99VsRaw float64 `json:"halfRateP99VsRaw,omitempty"`
+	// StallSeconds is the 3-replica scenario's longest plateau
+	// (Scenario.StallSeconds), RawStallSeconds the raw ceiling's in the
+	// same run: a stall of the API server shows in both.
+	StallSeconds    float64 `json:"stallSeconds,omitempty"`
+	RawStallSeconds float64 `json:"rawStallSeconds,omitempty"`
 	// RestartSeconds is the slowest way back to steady state after a
 	// restart of every replica of the 3-replica scenario; 0 when none ran.
 	RestartSeconds float64 `json:"restartSeconds,omitempty"`
@@ -158,6 +172,10 @@ type Micro struct {
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"`
 }
+
+// CeilingGoal is the goal for shardnet's throughput (1 and 3 replicas)
+// over the raw ceiling's.
+const CeilingGoal = 0.9
 
 // KubeOVNPodsPerSecond is what kube-ovn's controller reaches under kwok.
 const KubeOVNPodsPerSecond = 20
@@ -202,7 +220,10 @@ func (r *Result) computeRatios() {
 	r.Ratios.InstalledVsRaw = div(installed.PodsPerSecond, raw.PodsPerSecond)
 	if half, ok := r.Scenario(HalfRateScenario); ok {
 		r.Ratios.HalfRateP99Ms = half.P99
+		rawHalf, _ := r.Scenario(RawHalfScenario)
+		r.Ratios.HalfRateP99VsRaw = div(half.P99, rawHalf.P99)
 	}
+	r.Ratios.StallSeconds, r.Ratios.RawStallSeconds = three.StallSeconds, raw.StallSeconds
 	r.Ratios.NBPortsVsCeiling = div(three.PodsPerSecond*float64(1+three.Attachments), bestNBCeiling(r.NBCeiling).PortsPerSecond)
 	if len(three.Restarts) > 0 {
 		r.Ratios.RestartSeconds = slices.Max(restartSeconds(three.Restarts))
@@ -231,11 +252,17 @@ func Load(path string) (*Result, error) {
 	return &r, nil
 }
 
-// Thresholds are the committed lower bounds of the ratios.
+// Thresholds are the committed bounds of the ratios: lower bounds of the
+// throughput ratios, upper bounds of the latency and restart ratios (a
+// zero upper bound is not checked).
 type Thresholds struct {
 	ShardnetVsRaw     float64 `json:"shardnetVsRaw"`
 	OneReplicaVsRaw   float64 `json:"oneReplicaVsRaw"`
 	BatchedVsBaseline float64 `json:"batchedVsBaseline"`
+	// HalfRateP99VsRawMax bounds Ratios.HalfRateP99VsRaw.
+	HalfRateP99VsRawMax float64 `json:"halfRateP99VsRawMax,omitempty"`
+	// RestartVsRawReloadMax bounds Ratios.RestartVsRawReload.
+	RestartVsRawReloadMax float64 `json:"restartVsRawReloadMax,omitempty"`
 }
 
 // Check compares r's ratios with t and returns one line per ratio below
@@ -255,6 +282,21 @@ func Check(r *Result, t Thresholds) []string {
 	} {
 		if c.got < c.min {
 			out = append(out, fmt.Sprintf("%s = %.3f, below the committed %.3f", c.name, c.got, c.min))
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		got, max float64
+	}{
+		{"p99 at half rate / raw writer's p99 at that rate", r.Ratios.HalfRateP99VsRaw, t.HalfRateP99VsRawMax},
+		{"restart / restarts' ceiling", r.Ratios.RestartVsRawReload, t.RestartVsRawReloadMax},
+	} {
+		switch {
+		case c.max == 0:
+		case c.got == 0:
+			out = append(out, fmt.Sprintf("%s was not measured (bounded by the committed %.3f)", c.name, c.max))
+		case c.got > c.max:
+			out = append(out, fmt.Sprintf("%s = %.3f, above the committed %.3f", c.name, c.got, c.max))
 		}
 	}
 	return out

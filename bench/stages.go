@@ -22,7 +22,7 @@ type StageLatency struct {
 }
 
 // QueueStage is the stage name of the wait in a shard's queue, from the
-// replicas' workqueue_queue_duration_seconds (decade buckets: coarse).
+// replicas' workqueue_queue_duration_seconds.
 const QueueStage = "queue"
 
 // stageOrder is the order of the stages in a report: a pod's way from its
