@@ -443,7 +443,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		// landed) makes writeLease re-read; one more try then succeeds.
 		var err error
 		for range 3 {
-			if err = c.writeLease(runCtx); err == nil {
+			// Each try bounded as before the renew deadline applied,
+			// so that leaving stays quick on a slow API server.
+			wctx, cancel := context.WithTimeout(runCtx, c.cfg.RetryPeriod)
+			err = c.writeLease(wctx)
+			cancel()
+			if err == nil {
 				break
 			}
 		}

@@ -99,13 +99,36 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 }
 
 // writeLease writes the member Lease with the current report.
+//
+// A write may take until the renew deadline (at least RetryPeriod): on an
+// API server slow enough to take longer than RetryPeriod, a write cut
+// short often lands anyway, and the next one then meets a conflict. A
+// conflict re-reads the Lease and writes again at once, in the same call.
+// Either way the replica acts on its Lease only until RenewDeadline after
+// the start of its last write that succeeded.
 func (c *Coordinator) writeLease(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RetryPeriod)
+	timeout := c.cfg.RetryPeriod
+	if at := c.renewedAt.Load(); at != 0 {
+		timeout = max(timeout, c.cfg.RenewDeadline-c.clock.Since(time.Unix(0, at)))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	c.leaseMu.Lock()
+	cur := c.lease
+	c.leaseMu.Unlock()
+	err := c.writeLeaseOnce(ctx, cur)
+	if apierrors.IsConflict(err) && ctx.Err() == nil {
+		err = c.writeLeaseOnce(ctx, nil)
+	}
+	return err
+}
+
+// writeLeaseOnce writes the member Lease over cur, or over the Lease read
+// from the API server when cur is nil.
+func (c *Coordinator) writeLeaseOnce(ctx context.Context, cur *coordinationv1.Lease) error {
 	c.leaseMu.Lock()
 	want := c.want
 	want.held = maps.Clone(c.want.held)
-	cur := c.lease
 	c.leaseMu.Unlock()
 
 	leases := c.cfg.Client.CoordinationV1().Leases(c.cfg.Namespace)

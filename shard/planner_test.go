@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestOf(t *testing.T) {
@@ -245,6 +250,46 @@ type nopHolder struct{}
 func (nopHolder) Acquire(context.Context, int, uint64) error { return nil }
 func (nopHolder) Release(context.Context, int, uint64)       {}
 func (nopHolder) Abandon(int, uint64)                        {}
+
+// A renewal whose earlier write landed after its client gave up meets a
+// conflict; the same call re-reads the Lease and writes it, rather than
+// failing the renewal and waiting a retry period.
+func TestLeaseWriteAfterALandedTimeoutSucceedsInOneCall(t *testing.T) {
+	client := fake.NewClientset()
+	c, err := NewCoordinator(Config{Client: client, Namespace: "ns", Identity: "shardnet-0", Holder: nopHolder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.writeLease(ctx); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	// The write the client saw time out: the Lease moved on under it.
+	landed, err := client.CoordinationV1().Leases("ns").Get(ctx, c.memberName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed.ResourceVersion = "" // the tracker refuses a stale version, not an empty one
+	landed.Annotations = map[string]string{"moved": "on"}
+	if _, err := client.CoordinationV1().Leases("ns").Update(ctx, landed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	conflicts := 0
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if l.Annotations["moved"] != "on" {
+			conflicts++
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), l.Name, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	if err := c.writeLease(ctx); err != nil {
+		t.Fatalf("renewal after a landed write: %v", err)
+	}
+	if conflicts != 1 {
+		t.Fatalf("%d conflicts, want the one of the stale copy", conflicts)
+	}
+}
 
 func TestCoordinatorConfig(t *testing.T) {
 	client := fake.NewClientset()
