@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +275,19 @@ func TestClusterReport(t *testing.T) {
 	}
 	if got := Check(r, Thresholds{ShardnetVsRaw: 0.5}); len(got) != 1 || !strings.Contains(got[0], "run against a cluster") {
 		t.Fatalf("Check of a cluster result = %q", got)
+	}
+}
+
+// A replica that exits before its listeners are up (a port taken
+// meanwhile) is told from one still starting.
+func TestListeningSeesAnExitAtStartup(t *testing.T) {
+	rp := &replicaProc{healthAddr: "127.0.0.1:1", exited: make(chan struct{})}
+	rp.cmd = exec.Command("false")
+	if err := rp.cmd.Start(); err != nil {
+		t.Fatalf("starting false(1): %v", err)
+	}
+	go func() { _ = rp.cmd.Wait(); close(rp.exited) }()
+	if err := rp.listening(time.Minute); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("listening = %v, want the exit", err)
 	}
 }

@@ -1339,7 +1339,49 @@ type replicaProc struct {
 	exited chan struct{}
 }
 
+// startReplicaProc starts replica i and returns once its listeners are
+// up. Its loopback ports are picked free, then bound by the process a
+// moment later; when another process took one meanwhile, the replica
+// exits at once and is started again on new ports.
 func startReplicaProc(p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, i int) (*replicaProc, error) {
+	for attempt := 1; ; attempt++ {
+		rp, err := startReplicaOnce(p, cfg, sp, kube, nb, i)
+		if err != nil {
+			return nil, err
+		}
+		err = rp.listening(30 * time.Second)
+		if err == nil {
+			return rp, nil
+		}
+		if attempt == 3 {
+			return nil, fmt.Errorf("replica shardnet-%d: %w (%d attempts; see its log in %s)", i, err, attempt, filepath.Join(cfg.Out, "logs"))
+		}
+		fmt.Fprintf(cfg.Progress, "bench: %s: replica shardnet-%d %v; starting it again on new ports\n", sp.name, i, err)
+	}
+}
+
+// listening waits until the replica's health listener answers, or reports
+// that the process exited first.
+func (rp *replicaProc) listening(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-rp.exited:
+			return errors.New("exited at startup")
+		default:
+		}
+		if resp, err := http.Get("http://" + rp.healthAddr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("health listener %s not up within %s", rp.healthAddr, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func startReplicaOnce(p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, i int) (*replicaProc, error) {
 	rp := &replicaProc{
 		metricsAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
 		healthAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
