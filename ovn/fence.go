@@ -86,30 +86,13 @@ func parseEpoch(s string) (uint64, bool) {
 }
 
 // fenceOp builds the wait op that holds only while the shard's recorded epoch
-// equals f.Epoch. Timeout 0 makes the server abort the whole transaction at
-// once (error "timed out") instead of waiting for the value to come back.
-// The wait selects NB_Global rows whose external_ids include the pair and
-// expects exactly the one NB_Global row (by UUID): it passes iff the pair is
-// present.
+// equals f.Epoch (pairHolds).
 func (c *Client) fenceOp(f Fence) (ovsdb.Operation, error) {
 	g, ok := c.global()
 	if !ok {
 		return ovsdb.Operation{}, &StaleEpochError{Shard: f.Shard, Epoch: f.Epoch}
 	}
-	zero := 0
-	return ovsdb.Operation{
-		Op:      ovsdb.OperationWait,
-		Table:   nbdb.NBGlobalTable,
-		Timeout: &zero,
-		Where: []ovsdb.Condition{{
-			Column:   "external_ids",
-			Function: ovsdb.ConditionIncludes,
-			Value:    ovsdb.OvsMap{GoMap: map[any]any{EpochKey(f.Shard): strconv.FormatUint(f.Epoch, 10)}},
-		}},
-		Columns: []string{"_uuid"},
-		Until:   string(ovsdb.WaitConditionEqual),
-		Rows:    []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: g.UUID}}},
-	}, nil
+	return pairHolds(g.UUID, EpochKey(f.Shard), strconv.FormatUint(f.Epoch, 10)), nil
 }
 
 // TakeOver records epoch as the owner epoch of shard, after which fenced
@@ -155,34 +138,22 @@ func (c *Client) TakeOver(ctx context.Context, shard int, epoch uint64) error {
 			case has && cur > epoch:
 				return &StaleEpochError{Shard: shard, Epoch: epoch, Recorded: cur}
 			}
-			where := func() []ovsdb.Condition {
-				return []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: g.UUID}}}
+			mutate := func(ms ...ovsdb.Mutation) ovsdb.Operation {
+				return ovsdb.Operation{
+					Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Mutations: ms,
+					Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: g.UUID}}},
+				}
 			}
+			insert := ovsdb.Mutation{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}}
 			if present {
 				// Compare-and-swap on this shard's pair alone.
-				ops = []ovsdb.Operation{
-					pairHolds(g.UUID, key, raw),
-					{
-						Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Where: where(),
-						Mutations: []ovsdb.Mutation{
-							{Column: "external_ids", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: []any{key}}},
-							{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
-						},
-					},
-				}
+				remove := ovsdb.Mutation{Column: "external_ids", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: []any{key}}}
+				ops = []ovsdb.Operation{pairHolds(g.UUID, key, raw), mutate(remove, insert)}
 			} else {
 				// An insert mutation never replaces a key: when another
 				// owner's epoch got there first it stays, and the wait
 				// after the insert fails the transaction.
-				ops = []ovsdb.Operation{
-					{
-						Op: ovsdb.OperationMutate, Table: nbdb.NBGlobalTable, Where: where(),
-						Mutations: []ovsdb.Mutation{
-							{Column: "external_ids", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{key: val}}},
-						},
-					},
-					pairHolds(g.UUID, key, val),
-				}
+				ops = []ovsdb.Operation{mutate(insert), pairHolds(g.UUID, key, val)}
 			}
 		}
 		res, err := c.rawTransact(ctx, ops)
@@ -205,17 +176,23 @@ func (c *Client) TakeOver(ctx context.Context, shard int, epoch uint64) error {
 	return fmt.Errorf("ovn: taking over shard %d: compare-and-swap lost %d times", shard, attempts)
 }
 
-// pairHolds is the wait op that holds only while the NB_Global row uuid
-// has external_ids key=value; timeout 0 fails the transaction at once
-// when it does not.
+// pairHolds is the wait op that holds only while NB_Global's external_ids
+// have key=value. Timeout 0 makes the server abort the whole transaction
+// at once (error "timed out") instead of waiting for the value to come
+// back. The wait selects the NB_Global rows whose external_ids include the
+// pair and expects exactly the one row uuid: it passes iff the pair is
+// present.
 func pairHolds(uuid, key, value string) ovsdb.Operation {
 	zero := 0
 	return ovsdb.Operation{
-		Op: ovsdb.OperationWait, Table: nbdb.NBGlobalTable, Timeout: &zero,
-		Where: []ovsdb.Condition{
-			{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}},
-			{Column: "external_ids", Function: ovsdb.ConditionIncludes, Value: ovsdb.OvsMap{GoMap: map[any]any{key: value}}},
-		},
+		Op:      ovsdb.OperationWait,
+		Table:   nbdb.NBGlobalTable,
+		Timeout: &zero,
+		Where: []ovsdb.Condition{{
+			Column:   "external_ids",
+			Function: ovsdb.ConditionIncludes,
+			Value:    ovsdb.OvsMap{GoMap: map[any]any{key: value}},
+		}},
 		Columns: []string{"_uuid"},
 		Until:   string(ovsdb.WaitConditionEqual),
 		Rows:    []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: uuid}}},

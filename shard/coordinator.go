@@ -439,8 +439,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopRenew()
 	<-renewDone
 	if !c.lost.Load() {
-		// A conflict (the renew loop's last write was cut off after it
-		// landed) makes writeLease re-read; one more try then succeeds.
+		// writeLease re-reads the Lease itself on a conflict (the renew
+		// loop's last write cut off after it landed); the tries are for
+		// writes cut off here.
 		var err error
 		for range 3 {
 			// Each try bounded as before the renew deadline applied,
