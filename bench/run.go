@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +35,7 @@ import (
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
 )
@@ -483,12 +485,9 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			return sc, err
 		}
 	} else {
-		for i := range sp.replicas {
-			rp, err := startReplicaProc(p, cfg, sp, kube, nb, i)
-			if err != nil {
-				return sc, err
-			}
-			procs = append(procs, rp)
+		var err error
+		if procs, err = startReplicaProcs(p, cfg, sp, kube, nb); err != nil {
+			return sc, err
 		}
 		if err := waitReady(ctx, procs, 60*time.Second); err != nil {
 			return sc, err
@@ -625,7 +624,11 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 		go func() {
 			rc := rest.CopyConfig(kube.Config)
 			rc.DisableCompression = true
-			kc, err := kubernetes.NewForConfig(rc)
+			// As a replica loads them: pods over protobuf (the custom
+			// resources have only JSON), on a connection of its own (a
+			// Dial of its own keeps client-go from sharing the bench's).
+			rc.Dial = (&net.Dialer{}).DialContext
+			kc, err := kubernetes.NewForConfig(controller.Protobuf(rc))
 			if err != nil {
 				errs <- err
 				return
@@ -637,22 +640,23 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 			}
 			kf := informers.NewSharedInformerFactory(kc, 0)
 			sf := externalversions.NewSharedInformerFactory(sn, 0)
-			kf.Core().V1().Pods().Informer()
-			sf.Shardnet().V1alpha1().AddressClaims().Informer()
-			sf.Kubeovn().V1().IPs().Informer()
+			synced := []cache.InformerSynced{
+				kf.Core().V1().Pods().Informer().HasSynced,
+				sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced,
+				sf.Kubeovn().V1().IPs().Informer().HasSynced,
+			}
 			kf.Start(ctx.Done())
 			sf.Start(ctx.Done())
 			defer func() { kf.Shutdown(); sf.Shutdown() }()
-			for _, ok := range kf.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					errs <- fmt.Errorf("pods not loaded within %s", timeout)
-					return
-				}
-			}
-			for _, ok := range sf.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					errs <- fmt.Errorf("claims and IP records not loaded within %s", timeout)
-					return
+			// Polled as often as a restart's end is (WaitForCacheSync
+			// polls every 100 ms).
+			for _, s := range synced {
+				for !s() {
+					if ctx.Err() != nil {
+						errs <- fmt.Errorf("pods, claims and IP records not loaded within %s", timeout)
+						return
+					}
+					time.Sleep(restartPoll)
 				}
 			}
 			errs <- nil
@@ -757,13 +761,9 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 	stopping.Wait()
 	r.StopSeconds = time.Since(t).Seconds()
 	start := time.Now()
-	var procs []*replicaProc
-	for i := range sp.replicas {
-		rp, err := startReplicaProc(p, cfg, sp, kube, nb, i)
-		if err != nil {
-			return nil, nil, err
-		}
-		procs = append(procs, rp)
+	procs, err := startReplicaProcs(p, cfg, sp, kube, nb)
+	if err != nil {
+		return nil, nil, err
 	}
 	var profiles sync.WaitGroup
 	defer profiles.Wait()
@@ -785,12 +785,29 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 		}
 	}
 	// Caches of 50,000 pods and their claims and IP records take a
-	// while to load: the restart gets the scenario's whole bound.
-	if err := waitReady(ctx, procs, cfg.Timeout); err != nil {
-		return nil, nil, err
+	// while to load: the restart gets the scenario's whole bound. One
+	// loop polls often (restartPoll) and reads the metrics only once
+	// every replica is ready, so that the scrapes do not compete with the
+	// caches' load; the timing is within a poll of the moment itself.
+	deadline := time.Now().Add(cfg.Timeout)
+	ready := make([]bool, len(procs))
+	for {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("replicas not ready after %s (ready: %v)", cfg.Timeout, ready)
+		}
+		all := true
+		for i, rp := range procs {
+			if !ready[i] {
+				ready[i] = rp.ready()
+				all = all && ready[i]
+			}
+		}
+		if all {
+			break
+		}
+		time.Sleep(restartPoll)
 	}
 	r.ReadySeconds = time.Since(start).Seconds()
-	deadline := time.Now().Add(cfg.Timeout)
 	for {
 		var owned, synced, depth, reconciled float64
 		for _, rp := range procs {
@@ -810,7 +827,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 			return nil, nil, fmt.Errorf("not steady after %s: %.0f shards owned, %.0f synced, %.0f keys queued",
 				cfg.Timeout, owned, synced, depth)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(restartPoll)
 	}
 	c := scrapeAll(procs)
 	r.APIWrites, r.NBTransactions = c.writes, c.txns
@@ -1339,6 +1356,26 @@ type replicaProc struct {
 	exited chan struct{}
 }
 
+// startReplicaProcs starts every replica of the scenario at once, as a
+// StatefulSet with podManagementPolicy Parallel (deploy/base) does, and
+// returns once each one's listeners are up. Started one after another,
+// each waiting for the last one's listeners, the last replica of a
+// restart started seconds after the first at 10,000 pods, and the
+// leader's first assignment waited for it.
+func startReplicaProcs(p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB) ([]*replicaProc, error) {
+	procs := make([]*replicaProc, sp.replicas)
+	errs := make([]error, sp.replicas)
+	var wg sync.WaitGroup
+	for i := range sp.replicas {
+		wg.Go(func() { procs[i], errs[i] = startReplicaProc(p, cfg, sp, kube, nb, i) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return procs, nil
+}
+
 // startReplicaProc starts replica i and returns once its listeners are
 // up. Its loopback ports are picked free, then bound by the process a
 // moment later; when another process took one meanwhile, the replica
@@ -1462,6 +1499,19 @@ func (rp *replicaProc) stop() {
 
 // waitReady waits, at most timeout, until every replica answers ready and
 // every shard has an owner.
+// restartPoll is how often a restart's end is looked for.
+const restartPoll = 20 * time.Millisecond
+
+// ready reports whether the replica's readiness endpoint answers OK.
+func (rp *replicaProc) ready() bool {
+	resp, err := http.Get("http://" + rp.healthAddr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 func waitReady(ctx context.Context, procs []*replicaProc, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, rp := range procs {

@@ -38,6 +38,11 @@ type Controller struct {
 	running atomic.Bool
 	// started makes Run single-use.
 	started atomic.Bool
+
+	// infOnce starts the informers once, from StartInformers or Run;
+	// stopInformers ends the context they run with.
+	infOnce       sync.Once
+	stopInformers context.CancelFunc
 }
 
 // shardRun is one running shard term.
@@ -145,20 +150,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.running.Store(false)
 	logger := klog.FromContext(ctx).WithValues("identity", c.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
-	// The caches must outlive ctx: the handoff after ctx ends still reads
-	// them (seeding on the new owner, draining here).
-	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() {
-		stopInformers()
-		c.informers.Kube.Shutdown()
-		c.informers.CRDs.Shutdown()
-		c.informers.NADs.Shutdown()
-		c.informers.VMs.Shutdown()
-	}()
-	c.informers.Kube.Start(infCtx.Done())
-	c.informers.CRDs.Start(infCtx.Done())
-	c.informers.NADs.Start(infCtx)
-	c.informers.VMs.Start(infCtx)
+	c.StartInformers(ctx)
+	defer c.StopInformers()
 	for typ, ok := range c.informers.Kube.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
@@ -187,6 +180,45 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.synced.Store(true)
 	logger.Info("Caches synced; joining the shard membership")
 	return c.coord.Run(ctx)
+}
+
+// StartInformers starts loading the caches ahead of Run, the shard
+// coordinator's member Leases and assignment included, so that they load
+// while the caller prepares what Run needs besides them (a replica
+// connects to the Northbound and loads its cache meanwhile: one after the
+// other, the loads added up at every restart). Run starts them itself
+// when StartInformers was not called. A caller that starts them and then
+// never calls Run stops them with StopInformers. The caches run until Run
+// has returned or StopInformers is called, not until ctx ends: the handoff
+// after ctx ends still reads them (seeding on the new owner, draining
+// here); ctx gives them its values (the logger).
+func (c *Controller) StartInformers(ctx context.Context) {
+	c.infOnce.Do(func() {
+		var infCtx context.Context
+		infCtx, c.stopInformers = context.WithCancel(context.WithoutCancel(ctx))
+		c.informers.Kube.Start(infCtx.Done())
+		c.informers.CRDs.Start(infCtx.Done())
+		c.informers.NADs.Start(infCtx)
+		c.informers.VMs.Start(infCtx)
+		// The member Leases and the assignment too; an error starting
+		// them comes back from Run.
+		_ = c.coord.StartCaches(ctx)
+	})
+}
+
+// StopInformers stops the caches and waits for their goroutines. Run calls
+// it on its way out; calling it again, or before they started, is a no-op.
+func (c *Controller) StopInformers() {
+	c.infOnce.Do(func() {}) // never started: nothing to stop, and no start after this
+	if c.stopInformers == nil {
+		return
+	}
+	c.stopInformers()
+	c.coord.StopCaches()
+	c.informers.Kube.Shutdown()
+	c.informers.CRDs.Shutdown()
+	c.informers.NADs.Shutdown()
+	c.informers.VMs.Shutdown()
 }
 
 // Ready reports whether the replica can take work: caches synced, member

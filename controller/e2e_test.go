@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/controller"
@@ -228,6 +229,10 @@ type cluster struct {
 	rec       *recorder
 	mu        sync.Mutex // guards replicas
 	replicas  map[string]*replica
+	// early makes start load every cache (StartInformers) and wait for
+	// the pods' before Run, as a replica does while it connects to the
+	// Northbound.
+	early bool
 }
 
 func newCluster(t *testing.T, kube *harness.Kube, namespace string, shards int, timings [3]time.Duration) *cluster {
@@ -267,6 +272,12 @@ func (c *cluster) start(name string) *replica {
 	r.ctrl = ctrl
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if c.early {
+		ctrl.StartInformers(ctx)
+		if !synced(ctrl.Informers().Pods.HasSynced) {
+			c.t.Fatalf("%s: pods not loaded ahead of Run", name)
+		}
+	}
 	go func() { r.done <- ctrl.Run(ctx) }()
 	c.mu.Lock()
 	c.replicas[name] = r
@@ -341,6 +352,14 @@ func (c *cluster) owners() (map[int]string, bool) {
 
 // settle waits until every shard runs on one live replica and the owners
 // stayed the same for a moment, and returns them and when that began.
+// synced waits up to a minute for f.
+func synced(f cache.InformerSynced) bool {
+	stop := make(chan struct{})
+	t := time.AfterFunc(time.Minute, func() { close(stop) })
+	defer t.Stop()
+	return cache.WaitForCacheSync(stop, f)
+}
+
 func (c *cluster) settle(limit time.Duration) (map[int]string, time.Time) {
 	c.t.Helper()
 	deadline := time.Now().Add(limit)
@@ -678,6 +697,44 @@ func TestE2E(t *testing.T) {
 
 	var totalsMu sync.Mutex
 	totals := map[int]int64{}
+	t.Run("caches loaded ahead of Run", func(t *testing.T) {
+		// Started and stopped without Run: StopInformers returns.
+		ctrl, err := controller.New(controller.Config{RESTConfig: kube.Config, Identity: "idle", Namespace: "default", Shards: shards,
+			NewReconciler: func(controller.ShardContext) (controller.Reconciler, error) { return nil, errors.New("never runs") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctrl.StartInformers(context.Background())
+		if !synced(ctrl.Informers().Pods.HasSynced) {
+			t.Fatal("pods not loaded")
+		}
+		if n := len(ctrl.Informers().Pods.GetStore().ListKeys()); n < len(keys) {
+			t.Errorf("%d pods cached, want at least %d", n, len(keys))
+		}
+		stopped := make(chan struct{})
+		go func() { ctrl.StopInformers(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(60 * time.Second):
+			t.Fatal("StopInformers did not return")
+		}
+
+		// Replicas whose caches loaded before Run share the shards as
+		// others do: every shard owned once, every key handled by its
+		// owner.
+		c := newCluster(t, kube, "coord-early", shards, fast)
+		c.early = true
+		for i := range 2 {
+			c.start(fmt.Sprintf("shardnet-%d", i))
+		}
+		owners, _ := c.settle(60 * time.Second)
+		if len(owners) != shards {
+			t.Errorf("%d shards owned, want %d", len(owners), shards)
+		}
+		c.stopAll()
+		c.rec.check(t)
+	})
+
 	t.Run("steady-state coordination writes", func(t *testing.T) {
 		const window = 30 * time.Second
 		for _, s := range []int{16, 256} {

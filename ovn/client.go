@@ -46,6 +46,11 @@ type Config struct {
 	InactivityProbe time.Duration
 	// Logger receives libovsdb's connection logs. The zero value discards.
 	Logger logr.Logger
+	// OnConnected, when set, is called once NewClient has connected and
+	// before it loads the database: a caller starts its other loads then,
+	// so that they overlap the Northbound's, and starts none of them when
+	// the Northbound cannot be reached.
+	OnConnected func()
 }
 
 func (cfg *Config) setDefaults() {
@@ -181,6 +186,9 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err := nb.Connect(cctx); err != nil {
 		nb.Close()
 		return nil, fmt.Errorf("ovn: connecting to %v: %w", cfg.Endpoints, err)
+	}
+	if cfg.OnConnected != nil {
+		cfg.OnConnected()
 	}
 	if _, err := nb.Monitor(ctx, monitorRequest(nb)); err != nil {
 		nb.Close()

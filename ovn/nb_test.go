@@ -901,3 +901,28 @@ func TestLeaderTermFencesTransactions(t *testing.T) {
 		t.Errorf("taking an older term: %v, want ErrStaleEpoch", err)
 	}
 }
+
+// TestOnConnectedRunsBeforeTheLoadAndOnlyOnceConnected: the hook runs once
+// the server answers, before NewClient returns, and never when no server
+// does.
+func TestOnConnectedRunsBeforeTheLoadAndOnlyOnceConnected(t *testing.T) {
+	nb := harness.StartNB(t)
+	calls := 0
+	c, err := NewClient(context.Background(), Config{Endpoints: []string{nb.Endpoint}, OnConnected: func() { calls++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if calls != 1 {
+		t.Errorf("OnConnected called %d times on a reachable server, want 1", calls)
+	}
+
+	down := fmt.Sprintf("tcp:127.0.0.1:%d", harness.FreePort(t))
+	calls = 0
+	if _, err := NewClient(context.Background(), Config{Endpoints: []string{down}, ConnectTimeout: time.Second, OnConnected: func() { calls++ }}); err == nil {
+		t.Fatal("NewClient succeeded with no server listening")
+	}
+	if calls != 0 {
+		t.Errorf("OnConnected called %d times with no server listening, want 0", calls)
+	}
+}

@@ -228,8 +228,16 @@ type Coordinator struct {
 	// is abandoned and nothing is acquired until a renewal succeeds again.
 	lost atomic.Bool
 
-	// synced are the coordination informers' HasSynced, set before Run waits.
-	synced []cache.InformerSynced
+	// synced are the coordination informers' sync checkers, set before Run
+	// waits.
+	synced []cache.DoneChecker
+	// cachesOnce starts the coordination informers once (StartCaches or
+	// Run); stopCaches ends their context, cachesWG waits for them and
+	// cachesErr is the start's error.
+	cachesOnce sync.Once
+	stopCaches context.CancelFunc
+	cachesWG   sync.WaitGroup
+	cachesErr  error
 	// tableErr is set (under mu) when the stored table was written for
 	// another shard count: Run refuses to start on it.
 	tableErr error
@@ -364,6 +372,32 @@ func (c *Coordinator) Healthy() error {
 	return nil
 }
 
+// StartCaches starts loading the member Leases and the assignment ahead of
+// Run, so that a replica loads them while it loads its other caches
+// instead of after. Run starts them itself when StartCaches was not
+// called, and stops them when it returns; a caller that starts them and
+// never calls Run stops them with StopCaches. They run until then, not
+// until ctx ends (the handoff after Run's context ends still reads them);
+// ctx gives them its values.
+func (c *Coordinator) StartCaches(ctx context.Context) error {
+	c.cachesOnce.Do(func() {
+		cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		c.stopCaches = stop
+		c.cachesErr = c.startInformers(cctx, &c.cachesWG)
+	})
+	return c.cachesErr
+}
+
+// StopCaches stops the caches StartCaches or Run started and waits for
+// them; calling it again, or before they started, is a no-op.
+func (c *Coordinator) StopCaches() {
+	c.cachesOnce.Do(func() {})
+	if c.stopCaches != nil {
+		c.stopCaches()
+		c.cachesWG.Wait()
+	}
+}
+
 // Run registers the member, runs until ctx ends, then hands every shard
 // over (bounded by ShutdownTimeout), releases leadership and deletes the
 // member Lease, so that a rolling update does not wait a lease duration.
@@ -379,11 +413,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer func() {
 		stopRun()
 		wg.Wait()
+		c.StopCaches()
 	}()
-	if err := c.startInformers(runCtx, &wg); err != nil {
+	if err := c.StartCaches(ctx); err != nil {
 		return err
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitFor(ctx, "", c.synced...) {
 		return fmt.Errorf("waiting for the coordination caches: %w", context.Cause(ctx))
 	}
 	c.mu.Lock()

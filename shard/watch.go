@@ -48,7 +48,7 @@ func (c *Coordinator) startInformers(ctx context.Context, wg *sync.WaitGroup) er
 	if err != nil {
 		return fmt.Errorf("watching the assignment: %w", err)
 	}
-	c.synced = []cache.InformerSynced{leaseReg.HasSynced, tableReg.HasSynced}
+	c.synced = []cache.DoneChecker{leaseReg.HasSyncedChecker(), tableReg.HasSyncedChecker()}
 	wg.Go(func() { leaseFactory.Start(ctx.Done()); leaseFactory.Shutdown() })
 	wg.Go(func() { tableFactory.Start(ctx.Done()); tableFactory.Shutdown() })
 	return nil

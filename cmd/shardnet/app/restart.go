@@ -121,6 +121,7 @@ func (r *Replica) Run(ctx context.Context) error {
 // called.
 func (r *Replica) close() {
 	inc := r.cur.Load()
+	inc.ctrl.StopInformers()
 	inc.nb.Close()
 	inc.events.Shutdown()
 	r.scope.unregisterAll()
