@@ -60,14 +60,27 @@ type holdTable struct {
 // something else (a claim, a node) still holds it. It returns how many
 // addresses became held and how many were dropped. Addresses outside the
 // subnet are ignored.
+//
+// When every address of holds is in the subnet and unmapped (what
+// reconcile.CollectHolds gives), the subnet keeps holds itself rather
+// than a copy: the caller must not change it afterwards.
 func (s *Subnet) SetHolds(holds map[netip.Addr]Hold, taken func(netip.Addr) bool) (added, dropped int) {
-	next := make(map[netip.Addr]Hold, len(holds))
-	for a, h := range holds {
-		a = a.Unmap()
-		if !s.Contains(a) {
-			continue
+	next := holds
+	for a := range holds {
+		if a.Unmap() != a || !s.Contains(a) {
+			next = nil
+			break
 		}
-		next[a] = h
+	}
+	if next == nil {
+		next = make(map[netip.Addr]Hold, len(holds))
+		for a, h := range holds {
+			a = a.Unmap()
+			if !s.Contains(a) {
+				continue
+			}
+			next[a] = h
+		}
 	}
 	s.holds.mu.Lock()
 	prev := s.holds.by
@@ -108,6 +121,17 @@ func (s *Subnet) HeldBy(a netip.Addr) (Hold, bool) {
 	defer s.holds.mu.RUnlock()
 	h, ok := s.holds.by[a.Unmap()]
 	return h, ok
+}
+
+// EachHeld calls f with every held address, under the holds' read lock
+// (f must not change the holds), so a pass over tens of thousands of them
+// copies nothing.
+func (s *Subnet) EachHeld(f func(netip.Addr, Hold)) {
+	s.holds.mu.RLock()
+	defer s.holds.mu.RUnlock()
+	for a, h := range s.holds.by {
+		f(a, h)
+	}
 }
 
 // Held returns a copy of the subnet's held addresses.

@@ -74,3 +74,28 @@ func TestRefreshFreesStrayBits(t *testing.T) {
 		t.Errorf("StraysFreed = %d, want 1", got)
 	}
 }
+
+// With SetAdoptSpacing, Refresh reads the addresses in use only once its
+// spacing after the last read has passed; without it, at every pass.
+func TestRefreshSpacesItsAdoptPasses(t *testing.T) {
+	alloc, err := ipam.NewClaims(ipam.NewClientStore(fake.NewSimpleClientset()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := NewSubnets(alloc, claimlisters.NewAddressClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), 1)
+	reads := 0
+	reg.SetHoldSource(func() (HoldInputs, error) { reads++; return HoldInputs{}, nil })
+	for range 3 {
+		reg.Refresh()
+	}
+	if reads != 3 {
+		t.Fatalf("%d reads in three passes without spacing, want 3", reads)
+	}
+	// A spacing no test outlives: one read, then none.
+	reg.SetAdoptSpacing(1 << 20)
+	reg.Refresh()
+	reg.Refresh()
+	if reads != 4 {
+		t.Errorf("%d reads after two spaced passes, want 4 (the first pass due, the second not)", reads)
+	}
+}

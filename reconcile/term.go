@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -56,6 +57,64 @@ type Term struct {
 	// later queues a key of the term again after a delay; nil when the
 	// term has no queue (tests).
 	later func(key string, after time.Duration)
+	// stores counts the entries stored in written, recent and patched;
+	// every pruneEvery of them, the entries past cacheLagTolerance are
+	// dropped (prune).
+	stores atomic.Int64
+}
+
+// pruneEvery is how many stores in a term's memory of its own writes
+// (written, recent, patched) pass between two prunes. An entry is of no
+// use once cacheLagTolerance has passed, but only a pod's release removed
+// it: at 50,000 pods a replica kept one of each per pod for good, some
+// 15 MB. A prune walks every entry, so spacing it by this many stores
+// keeps its cost per store constant.
+const pruneEvery = 4096
+
+// stored counts one store and prunes every pruneEvery.
+func (t *Term) stored() {
+	if t.stores.Add(1)%pruneEvery == 0 {
+		t.prune(t.p.cfg.Now())
+	}
+}
+
+// prune drops the entries of written, recent and patched that are older
+// than cacheLagTolerance at now: each reader already ignores them.
+func (t *Term) prune(now time.Time) {
+	expired := func(at time.Time) bool { return now.Sub(at) >= cacheLagTolerance }
+	t.written.Range(func(k string, v writtenPort) bool {
+		if expired(v.at) {
+			t.written.Compute(k, func(old writtenPort, loaded bool) (writtenPort, xsync.ComputeOp) {
+				if loaded && old == v {
+					return old, xsync.DeleteOp
+				}
+				return old, xsync.CancelOp
+			})
+		}
+		return true
+	})
+	t.recent.Range(func(k string, v recentAllocs) bool {
+		if expired(v.at) {
+			t.recent.Compute(k, func(old recentAllocs, loaded bool) (recentAllocs, xsync.ComputeOp) {
+				if loaded && old.at.Equal(v.at) && old.owner == v.owner {
+					return old, xsync.DeleteOp
+				}
+				return old, xsync.CancelOp
+			})
+		}
+		return true
+	})
+	t.patched.Range(func(k string, v patchedVersion) bool {
+		if expired(v.at) {
+			t.patched.Compute(k, func(old patchedVersion, loaded bool) (patchedVersion, xsync.ComputeOp) {
+				if loaded && old == v {
+					return old, xsync.DeleteOp
+				}
+				return old, xsync.CancelOp
+			})
+		}
+		return true
+	})
 }
 
 // NewTerm returns the reconciler of one shard term writing through w;
@@ -190,6 +249,7 @@ func (t *Term) remember(key string, owner v1alpha1.ClaimOwner, provider string, 
 	}
 	by[provider] = al
 	t.recent.Store(key, recentAllocs{owner: owner, at: now, by: by})
+	t.stored()
 }
 
 func (t *Term) forget(key string) {
@@ -306,6 +366,7 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 		for _, d := range served {
 			if d.w.Port != nil {
 				t.written.Store(d.w.Port.Name, writtenPort{fingerprint: portFingerprint(d.w, pod.Spec.NodeName), at: now})
+				t.stored()
 			}
 		}
 	}
@@ -536,6 +597,7 @@ func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[
 		out, err := t.p.cfg.Writes.PatchPod(ctx, pod.Namespace, pod.Name, body)
 		if err == nil && out != nil {
 			t.patched.Store(key, patchedVersion{uid: out.UID, version: out.ResourceVersion, at: t.p.cfg.Now()})
+			t.stored()
 		}
 		return err
 	})

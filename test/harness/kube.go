@@ -49,6 +49,8 @@ type Kube struct {
 	Dir string
 
 	etcd, apiserver *Process
+	// kwok is the kwok process StartKwok started, for StopKwok.
+	kwok *Process
 	// etcdURL is etcd's client URL, for StartEtcd.
 	etcdURL string
 	// extraArgs are added to kube-apiserver's flags (KubeOptions).

@@ -51,12 +51,21 @@ func (k *Kube) StartKwok(t TB) {
 	p := newProcess("kwok", filepath.Join(k.Dir, "kwok.log"), nil, args...)
 	p.start(t)
 	t.Cleanup(p.Stop)
+	k.kwok = p
 	// kwok has no readiness endpoint that says its informers are synced:
 	// a node it manages turning Ready is the proof.
 	probe := fmt.Sprintf("kwok-probe-%d", nodeSeq.Add(1))
 	k.CreateNode(t, probe, "")
 	if err := k.Client.CoreV1().Nodes().Delete(context.Background(), probe, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("harness: deleting kwok probe node: %v", err)
+	}
+}
+
+// StopKwok stops the kwok StartKwok started, if any: its nodes and pods
+// stay as they are and nothing writes their status any more.
+func (k *Kube) StopKwok() {
+	if k.kwok != nil {
+		k.kwok.Stop()
 	}
 }
 
