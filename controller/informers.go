@@ -3,6 +3,9 @@ package controller
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +19,8 @@ import (
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/kubevirt"
 	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
@@ -57,7 +62,7 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 	inf.NADs = netattach.New(disc, dyn, resync, logger.WithName("nads"))
 	inf.VMs = kubevirt.New(disc, dyn, resync, logger.WithName("kubevirt"))
 	inf.Kube = informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(TrimPod))
-	inf.CRDs = externalversions.NewSharedInformerFactoryWithOptions(crds, resync, externalversions.WithTransform(dropManagedFields))
+	inf.CRDs = externalversions.NewSharedInformerFactoryWithOptions(crds, resync, externalversions.WithTransform(trimCRD))
 	pods := inf.Kube.Core().V1().Pods()
 	inf.Pods = pods.Informer()
 	if err := inf.Pods.AddIndexers(cache.Indexers{ShardIndex: func(obj any) ([]string, error) {
@@ -119,8 +124,12 @@ func (inf *Informers) Shards() int { return inf.shards }
 // last-applied-configuration annotation, a copy of the whole manifest, is
 // dropped too. Other objects only lose their managedFields.
 //
-// The input is not changed, but the result shares its maps and slices: an
-// informer hands the transform an object it just decoded and drops it
+// Annotation and label keys, the namespace and the node name are shared
+// with every other cached pod that has the same ones (podKeys): decoded,
+// each pod had its own copy of the same dozen kube-ovn keys.
+//
+// The input is not changed, but the result shares its slices and strings:
+// an informer hands the transform an object it just decoded and drops it
 // afterwards, so copying them would only make garbage.
 func TrimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -129,20 +138,14 @@ func TrimPod(obj any) (any, error) {
 	}
 	meta := p.ObjectMeta
 	meta.ManagedFields = nil
-	if _, ok := meta.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
-		ann := make(map[string]string, len(meta.Annotations)-1)
-		for k, v := range meta.Annotations {
-			if k != corev1.LastAppliedConfigAnnotation {
-				ann[k] = v
-			}
-		}
-		meta.Annotations = ann
-	}
+	meta.Annotations = internKeys(meta.Annotations, corev1.LastAppliedConfigAnnotation)
+	meta.Labels = internKeys(meta.Labels, "")
+	meta.Namespace = podKeys.intern(meta.Namespace)
 	return &corev1.Pod{
 		TypeMeta:   p.TypeMeta,
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
-			NodeName:    p.Spec.NodeName,
+			NodeName:    podKeys.intern(p.Spec.NodeName),
 			HostNetwork: p.Spec.HostNetwork,
 			// Whether a Succeeded or Failed pod is gone for good depends
 			// on its restart policy.
@@ -160,9 +163,116 @@ func TrimPod(obj any) (any, error) {
 	}, nil
 }
 
+// trimCRD is the transform of the custom resources' informers: they lose
+// their managedFields, and IP records and AddressClaims, one of each per
+// pod, share their label keys and the values most of them have in common
+// (subnet, node, namespace, kinds) with the others, through podKeys.
+// Nothing else is dropped: an IP record is written back from its cached
+// copy.
+func trimCRD(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *kubeovnv1.IP:
+		o.ManagedFields = nil
+		o.Labels = internLabels(o.Labels)
+		sp := &o.Spec
+		sp.Namespace, sp.Subnet, sp.NodeName, sp.PodType = podKeys.intern(sp.Namespace), podKeys.intern(sp.Subnet), podKeys.intern(sp.NodeName), podKeys.intern(sp.PodType)
+		return o, nil
+	case *v1alpha1.AddressClaim:
+		o.ManagedFields = nil
+		o.Labels = internLabels(o.Labels)
+		sp := &o.Spec
+		sp.Subnet, sp.Provider, sp.NodeName = podKeys.intern(sp.Subnet), podKeys.intern(sp.Provider), podKeys.intern(sp.NodeName)
+		sp.Owner.Kind, sp.Owner.Namespace = podKeys.intern(sp.Owner.Kind), podKeys.intern(sp.Owner.Namespace)
+		return o, nil
+	}
+	return dropManagedFields(obj)
+}
+
+// internLabels returns labels with keys and values shared through podKeys
+// (the labels of IP records and claims name subnets, families and nodes).
+func internLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[podKeys.intern(k)] = podKeys.intern(v)
+	}
+	return out
+}
+
 func dropManagedFields(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// internKeys returns m with its keys shared through podKeys and without
+// the key drop (when not empty); m itself is not changed.
+func internKeys(m map[string]string, drop string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != drop || drop == "" {
+			if sharedValue(k) {
+				v = podKeys.intern(v)
+			}
+			out[podKeys.intern(k)] = v
+		}
+	}
+	return out
+}
+
+// sharedValues are the kube-ovn annotation names (after the provider's
+// "<provider>.kubernetes.io/") whose values most pods share: a subnet's
+// name, CIDR and gateway, "true", the NIC type (docs/contract.md).
+var sharedValues = []string{"/allocated", "/routed", "/logical_switch", "/cidr", "/gateway", "/pod_nic_type",
+	"/logical_router", "/provider_network", "/vlan_id", "/ip_pool", "/security_groups", "/north_gateway"}
+
+// sharedValue reports whether the value of annotation k is worth sharing.
+func sharedValue(k string) bool {
+	if !strings.Contains(k, ".kubernetes.io/") {
+		return false
+	}
+	for _, s := range sharedValues {
+		if strings.HasSuffix(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// podKeys holds one copy of each string TrimPod shares between pods.
+var podKeys = interner{max: 1 << 14}
+
+// interner maps a string to its one shared copy. It keeps at most max
+// strings, so pods with keys of their own (a label value per pod) cannot
+// grow it without bound: past max, new strings are not shared.
+type interner struct {
+	m   sync.Map // string -> string
+	n   atomic.Int64
+	max int64
+}
+
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	if v, ok := in.m.Load(s); ok {
+		return v.(string)
+	}
+	if in.n.Load() >= in.max {
+		return s
+	}
+	// A copy of its own: s may share memory with the rest of a decoded
+	// object that would otherwise stay alive for it.
+	c := strings.Clone(s)
+	v, loaded := in.m.LoadOrStore(c, c)
+	if !loaded {
+		in.n.Add(1)
+	}
+	return v.(string)
 }

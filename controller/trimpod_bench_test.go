@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+)
+
+// decodedPod is a pod as a decoder hands it to the informer: every string
+// its own allocation, as protobuf and JSON decoding make them.
+func decodedPod(i int) *corev1.Pod {
+	c := strings.Clone
+	ann := map[string]string{}
+	// What shardnet writes on a pod of the default subnet.
+	for k, v := range map[string]string{
+		"allocated": "true", "routed": "true", "ip_address": fmt.Sprintf("10.16.%d.%d", i/250, i%250+1),
+		"mac_address": fmt.Sprintf("00:00:00:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
+		"cidr":        "10.16.0.0/16", "gateway": "10.16.0.1", "logical_switch": "ovn-default", "pod_nic_type": "veth-pair",
+	} {
+		ann[c("ovn.kubernetes.io/"+k)] = c(v)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), UID: "u", ResourceVersion: "1",
+			Labels: map[string]string{c("app"): c("bench"), c("shardnet.io/bench-run"): c("r1")}, Annotations: ann,
+		},
+		Spec: corev1.PodSpec{NodeName: c(fmt.Sprintf("node-%d", i%100))},
+	}
+}
+
+// trimUnshared is TrimPod without the shared keys: the baseline.
+func trimUnshared(p *corev1.Pod) *corev1.Pod {
+	meta := p.ObjectMeta
+	meta.ManagedFields = nil
+	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+}
+
+// BenchmarkTrimPodRetained reports the heap a cached pod keeps after
+// TrimPod, beside the same pods trimmed without shared keys, in one run:
+// go test -run '^$' -bench TrimPodRetained ./controller/
+func BenchmarkTrimPodRetained(b *testing.B) {
+	const n = 20000
+	retained := func(trim func(*corev1.Pod) any) float64 {
+		kept := make([]any, n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range kept {
+			kept[i] = trim(decodedPod(i))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(kept)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	var shared, unshared float64
+	for range b.N {
+		shared = retained(func(p *corev1.Pod) any { o, _ := TrimPod(p); return o })
+		unshared = retained(func(p *corev1.Pod) any { return trimUnshared(p) })
+	}
+	b.ReportMetric(shared, "B/pod")
+	b.ReportMetric(unshared, "unshared-B/pod")
+	b.ReportMetric(shared/unshared, "ratio")
+}
+
+// Two trimmed pods share their annotation keys, namespace and node, and
+// the values of annotations most pods share, but not their own addresses.
+func TestTrimPodSharesKeys(t *testing.T) {
+	a, _ := TrimPod(decodedPod(1))
+	b, _ := TrimPod(decodedPod(101)) // same node (i%100)
+	pa, pb := a.(*corev1.Pod), b.(*corev1.Pod)
+	same := func(x, y string) bool { return len(x) > 0 && unsafe.StringData(x) == unsafe.StringData(y) }
+	keyOf := func(m map[string]string, k string) string {
+		for mk := range m {
+			if mk == k {
+				return mk
+			}
+		}
+		return ""
+	}
+	for _, k := range []string{"ovn.kubernetes.io/ip_address", "ovn.kubernetes.io/logical_switch"} {
+		if !same(keyOf(pa.Annotations, k), keyOf(pb.Annotations, k)) {
+			t.Errorf("annotation key %s not shared", k)
+		}
+	}
+	if !same(pa.Annotations["ovn.kubernetes.io/logical_switch"], pb.Annotations["ovn.kubernetes.io/logical_switch"]) {
+		t.Error("the logical switch value is not shared")
+	}
+	if same(pa.Annotations["ovn.kubernetes.io/ip_address"], pb.Annotations["ovn.kubernetes.io/ip_address"]) {
+		t.Error("two pods' own addresses share memory")
+	}
+	if !same(pa.Namespace, pb.Namespace) || !same(pa.Spec.NodeName, pb.Spec.NodeName) || !same(keyOf(pa.Labels, "app"), keyOf(pb.Labels, "app")) {
+		t.Error("namespace, node name or label key not shared")
+	}
+}
+
+// IP records and AddressClaims share their labels and common spec values
+// the same way, and keep everything else.
+func TestTrimCRDSharesLabelsAndKeepsTheRest(t *testing.T) {
+	c := strings.Clone
+	same := func(x, y string) bool { return len(x) > 0 && unsafe.StringData(x) == unsafe.StringData(y) }
+	ip := func(i int) *kubeovnv1.IP {
+		return &kubeovnv1.IP{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d.ns", i), Labels: map[string]string{c("ovn.kubernetes.io/subnet"): c("ovn-default")},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}},
+			Spec: kubeovnv1.IPSpec{PodName: fmt.Sprintf("p%d", i), Namespace: c("ns"), Subnet: c("ovn-default"), IPAddress: fmt.Sprintf("10.0.0.%d", i),
+				AttachIPs: []string{"192.0.2.1"}, ContainerID: "c1"},
+		}
+	}
+	a, _ := trimCRD(ip(1))
+	b, _ := trimCRD(ip(2))
+	ia, ib := a.(*kubeovnv1.IP), b.(*kubeovnv1.IP)
+	if !same(ia.Spec.Subnet, ib.Spec.Subnet) || !same(ia.Spec.Namespace, ib.Spec.Namespace) ||
+		!same(ia.Labels["ovn.kubernetes.io/subnet"], ib.Labels["ovn.kubernetes.io/subnet"]) {
+		t.Error("IP records do not share their subnet, namespace or label")
+	}
+	if ia.ManagedFields != nil || ia.Spec.ContainerID != "c1" || len(ia.Spec.AttachIPs) != 1 || ia.Spec.IPAddress != "10.0.0.1" || ia.Spec.PodName != "p1" {
+		t.Errorf("IP record trimmed wrongly: %+v", ia)
+	}
+	claim := func(i int) *v1alpha1.AddressClaim {
+		return &v1alpha1.AddressClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s.10.0.0.%d", i), Labels: map[string]string{c(v1alpha1.LabelSubnet): c("s")}},
+			Spec: v1alpha1.AddressClaimSpec{Subnet: c("s"), Address: fmt.Sprintf("10.0.0.%d", i),
+				Owner: v1alpha1.ClaimOwner{Kind: c(v1alpha1.OwnerPod), Namespace: c("ns"), Name: fmt.Sprintf("p%d", i), UID: "u"}},
+		}
+	}
+	x, _ := trimCRD(claim(1))
+	y, _ := trimCRD(claim(2))
+	cx, cy := x.(*v1alpha1.AddressClaim), y.(*v1alpha1.AddressClaim)
+	if !same(cx.Spec.Subnet, cy.Spec.Subnet) || !same(cx.Spec.Owner.Kind, cy.Spec.Owner.Kind) || !same(cx.Labels[v1alpha1.LabelSubnet], cy.Labels[v1alpha1.LabelSubnet]) {
+		t.Error("claims do not share their subnet, owner kind or label")
+	}
+	if cx.Spec.Address != "10.0.0.1" || cx.Spec.Owner.Name != "p1" || cx.Spec.Owner.UID != "u" {
+		t.Errorf("claim trimmed wrongly: %+v", cx.Spec)
+	}
+}
