@@ -32,8 +32,17 @@ type Config struct {
 	// are forwarded by ovsdb-server anyway, but reads from a follower's
 	// cache can lag, so a writer of a clustered database should set it.
 	LeaderOnly bool
-	// ConnectTimeout bounds each connection attempt (default 5s).
+	// ConnectTimeout bounds NewClient's connection attempt (default 5s).
 	ConnectTimeout time.Duration
+	// ReconnectTimeout bounds each reconnection attempt after a lost
+	// connection (default 60s, at least ConnectTimeout). An attempt is
+	// the connection and the monitor's reply, the whole database: one
+	// cut short is abandoned and started again from nothing, so a bound
+	// below what the reply takes never reconnects. At 50,000 ports on
+	// this machine's loaded server the reply took longer than 5 s, and a
+	// replica that had lost its connection retried for minutes. A server
+	// that is down refuses at once whatever the bound.
+	ReconnectTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the delay between reconnection
 	// attempts (defaults 100ms and 1s). The client never stops retrying.
 	// The bound is what a replica may lose after the server is back: a
@@ -56,6 +65,9 @@ type Config struct {
 func (cfg *Config) setDefaults() {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.ReconnectTimeout == 0 {
+		cfg.ReconnectTimeout = max(60*time.Second, cfg.ConnectTimeout)
 	}
 	if cfg.MinBackoff == 0 {
 		cfg.MinBackoff = 100 * time.Millisecond
@@ -102,6 +114,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.MinBackoff < 0 || cfg.MaxBackoff < cfg.MinBackoff {
 		return fmt.Errorf("backoff bounds %v..%v are not ordered", cfg.MinBackoff, cfg.MaxBackoff)
+	}
+	if cfg.ReconnectTimeout < cfg.ConnectTimeout {
+		return fmt.Errorf("reconnect timeout %v is below the connect timeout %v", cfg.ReconnectTimeout, cfg.ConnectTimeout)
 	}
 	if cfg.InactivityProbe > 0 && cfg.InactivityProbe <= cfg.ConnectTimeout {
 		return fmt.Errorf("inactivity probe %v must exceed connect timeout %v", cfg.InactivityProbe, cfg.ConnectTimeout)
@@ -176,7 +191,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	// libovsdb's own inactivity check (WithInactivityCheck) races its
 	// traffic channel against the reconnect path (a send on a channel being
 	// closed), so the client runs its own prober instead.
-	opts = append(opts, client.WithReconnect(cfg.ConnectTimeout, bo))
+	opts = append(opts, client.WithReconnect(cfg.ReconnectTimeout, bo))
 	nb, err := client.NewOVSDBClient(dbModel, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("ovn: creating NB client: %w", err)

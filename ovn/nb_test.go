@@ -680,6 +680,7 @@ func TestConfigValidation(t *testing.T) {
 		{Endpoints: []string{"tcp:"}},
 		{Endpoints: []string{"tcp:127.0.0.1:1"}, MinBackoff: time.Second, MaxBackoff: time.Millisecond},
 		{Endpoints: []string{"tcp:127.0.0.1:1"}, ConnectTimeout: time.Minute, InactivityProbe: time.Second},
+		{Endpoints: []string{"tcp:127.0.0.1:1"}, ConnectTimeout: time.Minute, ReconnectTimeout: time.Second},
 	} {
 		if _, err := NewClient(context.Background(), cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
