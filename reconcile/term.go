@@ -82,32 +82,19 @@ func (t *Term) stored() {
 // than cacheLagTolerance at now: each reader already ignores them.
 func (t *Term) prune(now time.Time) {
 	expired := func(at time.Time) bool { return now.Sub(at) >= cacheLagTolerance }
-	t.written.Range(func(k string, v writtenPort) bool {
-		if expired(v.at) {
-			t.written.Compute(k, func(old writtenPort, loaded bool) (writtenPort, xsync.ComputeOp) {
-				if loaded && old == v {
-					return old, xsync.DeleteOp
-				}
-				return old, xsync.CancelOp
-			})
-		}
-		return true
-	})
-	t.recent.Range(func(k string, v recentAllocs) bool {
-		if expired(v.at) {
-			t.recent.Compute(k, func(old recentAllocs, loaded bool) (recentAllocs, xsync.ComputeOp) {
-				if loaded && old.at.Equal(v.at) && old.owner == v.owner {
-					return old, xsync.DeleteOp
-				}
-				return old, xsync.CancelOp
-			})
-		}
-		return true
-	})
-	t.patched.Range(func(k string, v patchedVersion) bool {
-		if expired(v.at) {
-			t.patched.Compute(k, func(old patchedVersion, loaded bool) (patchedVersion, xsync.ComputeOp) {
-				if loaded && old == v {
+	pruneMap(t.written, func(v writtenPort) bool { return expired(v.at) }, func(a, b writtenPort) bool { return a == b })
+	pruneMap(t.recent, func(v recentAllocs) bool { return expired(v.at) },
+		func(a, b recentAllocs) bool { return a.at.Equal(b.at) && a.owner == b.owner })
+	pruneMap(t.patched, func(v patchedVersion) bool { return expired(v.at) }, func(a, b patchedVersion) bool { return a == b })
+}
+
+// pruneMap deletes the entries of m that stale reports, each only if it
+// is still the one read (same), so that a store made meanwhile stays.
+func pruneMap[V any](m *xsync.Map[string, V], stale func(V) bool, same func(a, b V) bool) {
+	m.Range(func(k string, v V) bool {
+		if stale(v) {
+			m.Compute(k, func(old V, loaded bool) (V, xsync.ComputeOp) {
+				if loaded && same(old, v) {
 					return old, xsync.DeleteOp
 				}
 				return old, xsync.CancelOp
