@@ -1506,8 +1506,6 @@ func (rp *replicaProc) stop() {
 	}
 }
 
-// waitReady waits, at most timeout, until every replica answers ready and
-// every shard has an owner.
 // restartPoll is how often a restart's end is looked for.
 const restartPoll = 20 * time.Millisecond
 
@@ -1521,17 +1519,12 @@ func (rp *replicaProc) ready() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
+// waitReady waits, at most timeout, until every replica answers ready and
+// every shard has an owner.
 func waitReady(ctx context.Context, procs []*replicaProc, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, rp := range procs {
-		for {
-			resp, err := http.Get("http://" + rp.healthAddr + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
+		for !rp.ready() {
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return fmt.Errorf("replica on %s not ready", rp.healthAddr)
 			}

@@ -138,8 +138,8 @@ func TrimPod(obj any) (any, error) {
 	}
 	meta := p.ObjectMeta
 	meta.ManagedFields = nil
-	meta.Annotations = internKeys(meta.Annotations, corev1.LastAppliedConfigAnnotation)
-	meta.Labels = internKeys(meta.Labels, "")
+	meta.Annotations = internMap(meta.Annotations, corev1.LastAppliedConfigAnnotation, sharedValue)
+	meta.Labels = internMap(meta.Labels, "", sharedValue)
 	meta.Namespace = podKeys.intern(meta.Namespace)
 	return &corev1.Pod{
 		TypeMeta:   p.TypeMeta,
@@ -173,32 +173,19 @@ func trimCRD(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *kubeovnv1.IP:
 		o.ManagedFields = nil
-		o.Labels = internLabels(o.Labels)
+		o.Labels = internMap(o.Labels, "", everyValue)
 		sp := &o.Spec
 		sp.Namespace, sp.Subnet, sp.NodeName, sp.PodType = podKeys.intern(sp.Namespace), podKeys.intern(sp.Subnet), podKeys.intern(sp.NodeName), podKeys.intern(sp.PodType)
 		return o, nil
 	case *v1alpha1.AddressClaim:
 		o.ManagedFields = nil
-		o.Labels = internLabels(o.Labels)
+		o.Labels = internMap(o.Labels, "", everyValue)
 		sp := &o.Spec
 		sp.Subnet, sp.Provider, sp.NodeName = podKeys.intern(sp.Subnet), podKeys.intern(sp.Provider), podKeys.intern(sp.NodeName)
 		sp.Owner.Kind, sp.Owner.Namespace = podKeys.intern(sp.Owner.Kind), podKeys.intern(sp.Owner.Namespace)
 		return o, nil
 	}
 	return dropManagedFields(obj)
-}
-
-// internLabels returns labels with keys and values shared through podKeys
-// (the labels of IP records and claims name subnets, families and nodes).
-func internLabels(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[podKeys.intern(k)] = podKeys.intern(v)
-	}
-	return out
 }
 
 func dropManagedFields(obj any) (any, error) {
@@ -208,23 +195,29 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// internKeys returns m with its keys shared through podKeys and without
-// the key drop (when not empty); m itself is not changed.
-func internKeys(m map[string]string, drop string) map[string]string {
+// internMap returns m with its keys shared through podKeys, the values
+// too where shareValue(key) says so, and without the key drop (when not
+// empty); m itself is not changed.
+func internMap(m map[string]string, drop string, shareValue func(key string) bool) map[string]string {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		if k != drop || drop == "" {
-			if sharedValue(k) {
-				v = podKeys.intern(v)
-			}
-			out[podKeys.intern(k)] = v
+		if drop != "" && k == drop {
+			continue
 		}
+		if shareValue(k) {
+			v = podKeys.intern(v)
+		}
+		out[podKeys.intern(k)] = v
 	}
 	return out
 }
+
+// everyValue shares every value: the labels of IP records and claims name
+// subnets, families and nodes.
+func everyValue(string) bool { return true }
 
 // sharedValues are the kube-ovn annotation names (after the provider's
 // "<provider>.kubernetes.io/") whose values most pods share: a subnet's

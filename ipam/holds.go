@@ -134,17 +134,6 @@ func (s *Subnet) EachHeld(f func(netip.Addr, Hold)) {
 	}
 }
 
-// Held returns a copy of the subnet's held addresses.
-func (s *Subnet) Held() map[netip.Addr]Hold {
-	s.holds.mu.RLock()
-	defer s.holds.mu.RUnlock()
-	out := make(map[netip.Addr]Hold, len(s.holds.by))
-	for a, h := range s.holds.by {
-		out[a] = h
-	}
-	return out
-}
-
 // holdConflict returns the error for an owner that may not claim a held
 // address, nil when it may (or a is not held).
 func (s *Subnet) holdConflict(a netip.Addr, owner v1alpha1.ClaimOwner) error {
