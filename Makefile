@@ -10,7 +10,7 @@ BIN           ?= $(CURDIR)/bin
 export SHARDNET_TESTBIN ?= $(HOME)/.cache/shardnet/testbin
 # Test flags; CI and `make test` run everything under the race detector.
 TESTFLAGS     ?= -race -count=1 -timeout=40m
-FUZZTIME      ?= 5s
+FUZZTIME      ?= 10000x
 
 .PHONY: help
 help: ## Show this help.
