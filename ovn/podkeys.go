@@ -2,7 +2,10 @@ package ovn
 
 import (
 	"context"
+	"fmt"
 	"strings"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/shardnet/shardnet/ovn/nbdb"
 )
@@ -11,10 +14,7 @@ import (
 // switch ports: every pod key that holds a port. It walks the port table
 // once, so it is for the garbage collector's periodic pass, not per pod.
 func (c *Client) PodKeys() []string {
-	var ports []nbdb.LogicalSwitchPort
-	if err := c.nb.List(context.Background(), &ports); err != nil {
-		return nil
-	}
+	ports := c.portsShallow()
 	seen := make(map[string]struct{}, len(ports))
 	out := make([]string, 0, len(ports))
 	for i := range ports {
@@ -33,8 +33,9 @@ func (c *Client) PodKeys() []string {
 // PortAddress is what adoption reads of one logical switch port.
 type PortAddress struct {
 	Name string
-	// Switch is the port's switch: its external_ids:ls, or the switch
-	// whose ports hold it when the port has no such key.
+	// Switch is the port's switch: its external_ids:ls, or, for a port
+	// with fixed addresses and no such key, the switch whose ports hold
+	// it.
 	Switch string
 	// Pod is external_ids:pod, "" when the port names no pod.
 	Pod string
@@ -46,28 +47,20 @@ type PortAddress struct {
 }
 
 // PortAddresses lists every cached logical switch port with its fixed
-// addresses. It walks the port and switch tables once: for adoption and
-// the periodic pass, never per pod.
-func (c *Client) PortAddresses() []PortAddress {
-	var ports []nbdb.LogicalSwitchPort
-	if err := c.nb.List(context.Background(), &ports); err != nil {
-		return nil
-	}
-	var switches []nbdb.LogicalSwitch
-	_ = c.nb.List(context.Background(), &switches)
-	switchOf := make(map[string]string)
-	for i := range switches {
-		for _, p := range switches[i].Ports {
-			switchOf[p] = switches[i].Name
-		}
-	}
+// addresses. It walks the port table once, copying no row: for adoption
+// and the periodic pass, never per pod.
+//
+// The cache does not monitor a switch's ports (see monitorRequest), so
+// the switch of a port that has fixed addresses but no ls external id
+// (shardnet and kube-ovn always write one) is read from the server: one
+// select of every switch's name and ports, made only when such a port
+// exists.
+func (c *Client) PortAddresses(ctx context.Context) ([]PortAddress, error) {
+	ports := c.portsShallow()
 	out := make([]PortAddress, 0, len(ports))
-	for i := range ports {
-		p := &ports[i]
+	var unplaced map[string]int // port UUID -> index in out
+	for _, p := range ports {
 		pa := PortAddress{Name: p.Name, Switch: p.ExternalIDs[ExternalIDSwitch], Pod: p.ExternalIDs[ExternalIDPod]}
-		if pa.Switch == "" {
-			pa.Switch = switchOf[p.UUID]
-		}
 		for _, a := range p.Addresses {
 			f := strings.Fields(a)
 			if len(f) < 2 {
@@ -76,7 +69,47 @@ func (c *Client) PortAddresses() []PortAddress {
 			pa.MAC, pa.IPs = f[0], f[1:]
 			break
 		}
+		if pa.Switch == "" && len(pa.IPs) > 0 {
+			if unplaced == nil {
+				unplaced = map[string]int{}
+			}
+			unplaced[p.UUID] = len(out)
+		}
 		out = append(out, pa)
 	}
-	return out
+	if len(unplaced) == 0 {
+		return out, nil
+	}
+	op := ovsdb.Operation{Op: ovsdb.OperationSelect, Table: nbdb.LogicalSwitchTable, Columns: []string{"name", "ports"}, Where: []ovsdb.Condition{}}
+	res, err := c.Transact(ctx, op)
+	if err != nil {
+		return nil, fmt.Errorf("reading the switches of %d ports without an %s external id: %w", len(unplaced), ExternalIDSwitch, err)
+	}
+	for _, row := range res[0].Rows {
+		name, _ := row["name"].(string)
+		for _, uuid := range rowUUIDs(row["ports"]) {
+			if i, ok := unplaced[uuid]; ok {
+				out[i].Switch = name
+			}
+		}
+	}
+	return out, nil
+}
+
+// rowUUIDs are the UUIDs of a set-of-references column as a select
+// returns it: a set, or a single UUID.
+func rowUUIDs(v any) []string {
+	switch s := v.(type) {
+	case ovsdb.UUID:
+		return []string{s.GoUUID}
+	case ovsdb.OvsSet:
+		out := make([]string, 0, len(s.GoSet))
+		for _, e := range s.GoSet {
+			if u, ok := e.(ovsdb.UUID); ok {
+				out = append(out, u.GoUUID)
+			}
+		}
+		return out
+	}
+	return nil
 }

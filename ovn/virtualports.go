@@ -54,19 +54,27 @@ func (c *Client) VirtualParents(sw string, vips []string) map[string][]string {
 
 // portsShallow returns the cached ports without copying them: read only.
 func (c *Client) portsShallow() []*nbdb.LogicalSwitchPort {
+	return shallowRows[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable)
+}
+
+// shallowRows returns the cached rows of table without copying them: read
+// only (the cache replaces a row on update, it never changes one in
+// place). A pass over every port reads tens of thousands of rows; a copy
+// of each (the API's List) allocated about a kilobyte per port.
+func shallowRows[T model.Model](c *Client, table string) []T {
 	tc := c.nb.Cache()
 	if tc == nil {
 		return nil
 	}
-	rc := tc.Table(nbdb.LogicalSwitchPortTable)
+	rc := tc.Table(table)
 	if rc == nil {
 		return nil
 	}
 	rows := rc.RowsShallow()
-	out := make([]*nbdb.LogicalSwitchPort, 0, len(rows))
+	out := make([]T, 0, len(rows))
 	for _, r := range rows {
-		if p, ok := r.(*nbdb.LogicalSwitchPort); ok {
-			out = append(out, p)
+		if t, ok := r.(T); ok {
+			out = append(out, t)
 		}
 	}
 	return out

@@ -22,7 +22,9 @@ func (r *incarnation) nbPorts() ([]ovn.PortAddress, error) {
 	if err := r.nb.Ready(); err != nil {
 		return nil, err
 	}
-	return r.nb.PortAddresses(), nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.nb.PortAddresses(ctx)
 }
 
 // adopt runs before the replica joins the shard membership, so before it
