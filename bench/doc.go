@@ -41,8 +41,9 @@
 // Peak RSS is reported for the routing and for each restart, against the
 // 400 MiB goal at 50,000 pods; the replicas run with deploy/base's
 // --memory-limit. With Profiles, pprof heap profiles of the replicas and
-// CPU profiles of the replicas and the API server over the first restart
-// go to Out/pprof, and every replica's log to Out/logs, so that a missed
+// CPU profiles of the replicas and the API server over the create phases
+// of the raw and 3-replica scenarios and over the first restart go to
+// Out/pprof, and every replica's log to Out/logs, so that a missed
 // goal comes with where the time and memory went. Scenarios selects a
 // subset (for the 50,000-pod run, say).
 //

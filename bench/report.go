@@ -60,6 +60,9 @@ func Markdown(r *Result) string {
 		for _, st := range sc.Stages {
 			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %.1f |\n", st.Stage, st.Count, st.P50, st.P99)
 		}
+		if line := cpuLine(sc.CPUMsPerPod); line != "" {
+			fmt.Fprintf(&b, "\nCPU per pod over the create phase: %s.\n", line)
+		}
 	}
 	if len(r.NBCeiling) > 0 {
 		fmt.Fprintf(&b, "\n## Northbound ceiling\n\nPort inserts into a Northbound of its own, %d transactions in flight, measured in this run.\n\n", NBCeilingInFlight)
@@ -83,6 +86,13 @@ func Markdown(r *Result) string {
 	}
 	if ran("shardnet-1", "raw") {
 		fmt.Fprintf(&b, "- shardnet (1 replica) / raw API ceiling: **%.2f** (goal >= %.2f)\n", r.Ratios.OneReplicaVsRaw, CeilingGoal)
+	}
+	if raw, ok := r.Scenario("raw"); ok {
+		if three, ok := r.Scenario("shardnet-3"); ok {
+			if line := cpuShareLine(raw, three); line != "" {
+				b.WriteString(line)
+			}
+		}
 	}
 	if three, ok := r.Scenario("shardnet-3"); ok {
 		fmt.Fprintf(&b, "- longest stall of shardnet (3 replicas): **%.2f s**, %.2f s after the first create (goal <= 1 s)", three.StallSeconds, three.StallAtSeconds)
@@ -156,7 +166,7 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "| %s | %.3g | %s |\n", m.Name, m.Value, m.Unit)
 		}
 	}
-	b.WriteString("\nProfiles (when taken): `pprof/`, heap of each replica once the pods were routed and after the first restart, CPU of the replicas and the API server over the first 30 s of that restart (`go tool pprof -top FILE`). Replica logs: `logs/`.\n")
+	b.WriteString("\nProfiles (when taken): `pprof/`, heap of each replica once the pods were routed and after the first restart; CPU of the API server and the replicas over the first 20 s of the raw and 3-replica create phases (`cpu-routing-*`) and over the first 30 s of that restart (`cpu-restart-*`) (`go tool pprof -top FILE`). Replica logs: `logs/`.\n")
 	b.WriteString("\nPlots: `throughput.svg` (pods annotated over time), `latency.svg` (create-to-annotated distribution, log time axis).\n")
 	return b.String()
 }
@@ -434,4 +444,48 @@ func plot(title, xlabel, ylabel string, series []svgSeries, xa axis) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// cpuOrder is the order processes are named in the CPU lines.
+var cpuOrder = []string{"kube-apiserver", "etcd", "kwok", "replicas", "bench"}
+
+// cpuLine names the CPU milliseconds per pod of each process, "" when
+// none was measured.
+func cpuLine(ms map[string]float64) string {
+	var parts []string
+	for _, k := range cpuOrder {
+		if v, ok := ms[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f ms", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cpuShareLine compares the CPU per pod of the raw and 3-replica create
+// phases. On a machine the replicas share with the API server, what they
+// use is taken from it: when both phases keep the cores busy, the pods/s
+// of each is about the cores over its CPU per pod, so shardnet/raw is
+// about the raw phase's CPU per pod over the 3-replica phase's, whatever
+// the replicas' own path.
+func cpuShareLine(raw, three Scenario) string {
+	api0, ok0 := raw.CPUMsPerPod["kube-apiserver"]
+	api3, ok3 := three.CPUMsPerPod["kube-apiserver"]
+	reps, okr := three.CPUMsPerPod["replicas"]
+	if !ok0 || !ok3 || !okr || api0 <= 0 {
+		return ""
+	}
+	busy := func(ms map[string]float64) float64 {
+		t := 0.0
+		for _, v := range ms {
+			t += v
+		}
+		return t
+	}
+	busy0, busy3 := busy(raw.CPUMsPerPod), busy(three.CPUMsPerPod)
+	if busy0 <= 0 || busy3 <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("- CPU per pod over the create phase (no threshold): the API server used %.1f ms with the raw writer and %.1f ms with 3 replicas (%.2fx); the replicas together %.1f ms, %.0f%% of the busy CPU of that phase. Every process together: %.1f ms per pod raw (%.2f cores busy at its rate), %.1f ms with 3 replicas (%.2f cores): where the cores are the limit, shardnet/raw is about %.2f\n",
+		api0, api3, api3/api0, reps, 100*reps/busy3,
+		busy0, busy0*raw.PodsPerSecond/1000, busy3, busy3*three.PodsPerSecond/1000, busy0/busy3)
 }

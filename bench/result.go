@@ -68,6 +68,13 @@ type Scenario struct {
 	// PeakRSSMiB and CPUSeconds are per replica process.
 	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
 	CPUSeconds []float64 `json:"cpuSeconds,omitempty"`
+	// CPUMsPerPod is the CPU each process used over the create phase
+	// (first create to last pod annotated), in milliseconds per pod:
+	// kube-apiserver, etcd, kwok, the replicas together and the bench's
+	// own process (its observer; the raw writer in the raw scenarios).
+	// On a machine they share, what the replicas use is taken from the
+	// API server.
+	CPUMsPerPod map[string]float64 `json:"cpuMsPerPod,omitempty"`
 	// Timeline is the count of annotated pods every 250ms from the first
 	// create.
 	Timeline []int `json:"timeline"`

@@ -167,6 +167,41 @@ func TestRestartAndMemoryReport(t *testing.T) {
 	}
 }
 
+// TestCPUPerPodReport: the CPU each process used over a create phase is
+// reported per pod, and the replicas' share of the machine next to the
+// API server's CPU with and without them.
+func TestCPUPerPodReport(t *testing.T) {
+	before := cpuUse{"kube-apiserver": 10, "etcd": 2, "replicas": 1, "bench": 3}
+	after := cpuUse{"kube-apiserver": 27, "etcd": 3, "replicas": 6, "bench": 4, "kwok": 9}
+	got := after.perPodSince(before, 1000)
+	want := map[string]float64{"kube-apiserver": 17, "etcd": 1, "replicas": 5, "bench": 1}
+	if len(got) != len(want) {
+		t.Fatalf("perPodSince = %v, want %v (a process not read before is left out)", got, want)
+	}
+	for k, v := range want {
+		if d := got[k] - v; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: %.3f ms per pod, want %.3f", k, got[k], v)
+		}
+	}
+	r := &Result{Pods: 1000, Scenarios: []Scenario{
+		{Name: "raw", PodsPerSecond: 150, Stages: []StageLatency{{Stage: "create (bench)", Count: 1000}},
+			CPUMsPerPod: map[string]float64{"kube-apiserver": 12.5, "etcd": 1, "bench": 2}},
+		{Name: "shardnet-3", Replicas: 3, PodsPerSecond: 100, Stages: []StageLatency{{Stage: "queue", Count: 1000}},
+			CPUMsPerPod: got},
+	}}
+	r.computeRatios()
+	md := Markdown(r)
+	for _, w := range []string{
+		"CPU per pod over the create phase: kube-apiserver 12.5 ms, etcd 1.0 ms, bench 2.0 ms.",
+		"CPU per pod over the create phase: kube-apiserver 17.0 ms, etcd 1.0 ms, replicas 5.0 ms, bench 1.0 ms.",
+		"the API server used 12.5 ms with the raw writer and 17.0 ms with 3 replicas (1.36x); the replicas together 5.0 ms, 21% of the busy CPU of that phase. Every process together: 15.5 ms per pod raw (2.33 cores busy at its rate), 24.0 ms with 3 replicas (2.40 cores): where the cores are the limit, shardnet/raw is about 0.65",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("report lacks %q:\n%s", w, md)
+		}
+	}
+}
+
 func TestCheckScenarios(t *testing.T) {
 	if err := checkScenarios([]string{"raw", HalfRateScenario}); err != nil {
 		t.Fatal(err)

@@ -67,8 +67,10 @@ type Config struct {
 	Restarts int
 	// Profiles writes pprof profiles to Out/pprof: each replica's heap at
 	// the end of the 3-replica create phase and after the first restart,
-	// and the CPU of the new replicas and the API server during the first
-	// 30 s of the first restart.
+	// the CPU of the replicas and the API server over the first 20 s of
+	// the raw and 3-replica create phases, and the CPU of the new
+	// replicas and the API server during the first 30 s of the first
+	// restart.
 	Profiles bool
 	// ReplicaMemoryLimit is the replicas' --memory-limit; the command's
 	// default is deploy/base's, empty leaves the replicas' own (auto).
@@ -495,9 +497,13 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	}
 	before, stagesBefore := scrapeAll(procs), scrapeStages(procs)
 	tmpl := podTemplate{namespace: benchNS, nodes: nodes, annotations: podAnnotations, perPod: perPod}
+	routing := cfg.routingProfiles(ctx, sp, kube, procs)
+	cpu0 := phaseCPU(kube, procs)
 	if err := drive(ctx, cfg, sp, kube.Client, tmpl, obs, &sc); err != nil {
 		return sc, err
 	}
+	sc.CPUMsPerPod = phaseCPU(kube, procs).perPodSince(cpu0, cfg.Pods)
+	routing.Wait()
 	after := scrapeAll(procs)
 	sc.Stages = append(obs.apiStages(), stageLatencies(stagesBefore, scrapeStages(procs))...)
 	if sp.raw {
@@ -700,6 +706,62 @@ func waitQuiet(ctx context.Context, store cache.Store, n int, timeout time.Durat
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// cpuUse is the CPU seconds each process of a scenario has used, by the
+// names of Scenario.CPUMsPerPod.
+type cpuUse map[string]float64
+
+// phaseCPU reads the CPU used so far by the API server, etcd, kwok, the
+// replicas together and the bench's own process (its observer, and the
+// raw writer in the raw scenarios).
+func phaseCPU(kube *harness.Kube, procs []*replicaProc) cpuUse {
+	u := cpuUse(kube.CPUSeconds())
+	if len(procs) > 0 {
+		u["replicas"] = 0
+		for _, rp := range procs {
+			u["replicas"] += harness.ProcCPUSeconds(rp.cmd.Process.Pid)
+		}
+	}
+	u["bench"] = harness.ProcCPUSeconds(os.Getpid())
+	return u
+}
+
+// perPodSince is the CPU milliseconds per pod each process used since
+// before.
+func (u cpuUse) perPodSince(before cpuUse, pods int) map[string]float64 {
+	out := make(map[string]float64, len(u))
+	for k, v := range u {
+		if b, ok := before[k]; ok && pods > 0 {
+			out[k] = (v - b) * 1000 / float64(pods)
+		}
+	}
+	return out
+}
+
+// routingSeconds is how long the CPU profiles of a create phase run:
+// the whole phase at 1,000 pods, its first part at larger sizes.
+const routingSeconds = 20
+
+// routingProfiles starts, with Profiles, CPU profiles of the API server and
+// of every replica over the create phase of the raw and 3-replica
+// scenarios, so that the replicas' CPU per pod and what it takes from the
+// API server on a shared machine can be read next to the ceiling's. Wait
+// on the result before the replicas stop.
+func (cfg Config) routingProfiles(ctx context.Context, sp spec, kube *harness.Kube, procs []*replicaProc) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	if !cfg.Profiles || (sp.name != "shardnet-3" && sp.name != "raw") {
+		return &wg
+	}
+	wg.Go(func() {
+		cfg.apiServerProfile(ctx, kube, fmt.Sprintf("cpu-routing-%s-kube-apiserver.pb.gz", sp.name), routingSeconds)
+	})
+	for i, rp := range procs {
+		wg.Go(func() {
+			cfg.profile(rp.pprofAddr, fmt.Sprintf("cpu-routing-%s-%d.pb.gz", sp.name, i), "profile", routingSeconds)
+		})
+	}
+	return &wg
 }
 
 // profile saves one pprof profile of the process serving addr (or of the
@@ -1629,17 +1691,5 @@ func (rp *replicaProc) usage() (rssMiB, cpuSeconds float64) {
 			}
 		}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command name (which is in parentheses).
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			f := strings.Fields(s[i+1:])
-			if len(f) > 13 {
-				ut, _ := strconv.ParseFloat(f[11], 64)
-				st, _ := strconv.ParseFloat(f[12], 64)
-				cpuSeconds = (ut + st) / 100 // USER_HZ
-			}
-		}
-	}
-	return rssMiB, cpuSeconds
+	return rssMiB, harness.ProcCPUSeconds(pid)
 }

@@ -230,6 +230,18 @@ func (k *Kube) Stop() {
 // keeps etcd running; StartAPIServer starts it again. For fault tests.
 func (k *Kube) StopAPIServer() { k.apiserver.Stop() }
 
+// CPUSeconds is the CPU the API server, etcd and kwok (when started) have
+// used so far, by process name.
+func (k *Kube) CPUSeconds() map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range []*Process{k.apiserver, k.etcd, k.kwok} {
+		if p != nil {
+			out[p.Name] = p.CPUSeconds()
+		}
+	}
+	return out
+}
+
 // StartAPIServer starts kube-apiserver again after StopAPIServer, with
 // the flags it first ran with: the same port, etcd, token file and
 // certificate directory (kube-apiserver keeps a serving certificate it

@@ -3,11 +3,13 @@ package harness
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -152,6 +154,40 @@ func (p *Process) Running() bool {
 	default:
 		return true
 	}
+}
+
+// CPUSeconds is the user and system CPU the running process has used so
+// far; 0 when it is not running.
+func (p *Process) CPUSeconds() float64 {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil || !p.Running() {
+		return 0
+	}
+	return ProcCPUSeconds(cmd.Process.Pid)
+}
+
+// ProcCPUSeconds is the user and system CPU process pid has used, from
+// /proc/<pid>/stat; 0 when it cannot be read.
+func ProcCPUSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) <= 12 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
 }
 
 // Kill sends SIGKILL and waits for the process to exit.
