@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -68,6 +70,56 @@ func BenchmarkTrimPodRetained(b *testing.B) {
 	}
 	b.ReportMetric(shared, "B/pod")
 	b.ReportMetric(unshared, "unshared-B/pod")
+	b.ReportMetric(shared/unshared, "ratio")
+}
+
+// decodedClaimAndIP are a pod's AddressClaim and IP record as the JSON
+// decoder hands them over: every string and map their own.
+func decodedClaimAndIP(i int) (*v1alpha1.AddressClaim, *kubeovnv1.IP) {
+	c := strings.Clone
+	addr := fmt.Sprintf("10.16.%d.%d", i/250, i%250+1)
+	claim := &v1alpha1.AddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + addr, UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e10", ResourceVersion: "123456",
+			Labels: map[string]string{c(v1alpha1.LabelSubnet): c("ovn-default"), c(v1alpha1.LabelFamily): c("IPv4")}},
+		Spec: v1alpha1.AddressClaimSpec{Subnet: c("ovn-default"), Address: addr, MAC: fmt.Sprintf("00:00:00:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
+			NodeName: c(fmt.Sprintf("node-%d", i%100)), Owner: v1alpha1.ClaimOwner{Kind: c(v1alpha1.OwnerPod), Namespace: c("bench"), Name: fmt.Sprintf("pod-%d", i), UID: "u"}},
+	}
+	ip := &kubeovnv1.IP{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.bench", i), UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e11", ResourceVersion: "123457",
+			Labels: map[string]string{c("ovn.kubernetes.io/subnet"): c("ovn-default"), c("ovn-default"): c("")}},
+		Spec: kubeovnv1.IPSpec{PodName: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), Subnet: c("ovn-default"), NodeName: c(fmt.Sprintf("node-%d", i%100)),
+			IPAddress: addr, V4IPAddress: addr, MacAddress: claim.Spec.MAC, PodType: c("")},
+	}
+	return claim, ip
+}
+
+// BenchmarkTrimCRDRetained reports the heap a cached claim and IP record
+// pair keeps after trimCRD, beside the same pair with only managedFields
+// dropped, in one run:
+// go test -run '^$' -bench TrimCRDRetained ./controller/
+func BenchmarkTrimCRDRetained(b *testing.B) {
+	const n = 20000
+	retained := func(trim func(any) any) float64 {
+		kept := make([]any, 2*n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			claim, ip := decodedClaimAndIP(i)
+			kept[2*i], kept[2*i+1] = trim(claim), trim(ip)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(kept)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	var shared, unshared float64
+	for range b.N {
+		shared = retained(func(o any) any { t, _ := trimCRD(o); return t })
+		unshared = retained(func(o any) any { t, _ := dropManagedFields(o); return t })
+	}
+	b.ReportMetric(shared, "B/pair")
+	b.ReportMetric(unshared, "unshared-B/pair")
 	b.ReportMetric(shared/unshared, "ratio")
 }
 
@@ -140,5 +192,48 @@ func TestTrimCRDSharesLabelsAndKeepsTheRest(t *testing.T) {
 	}
 	if cx.Spec.Address != "10.0.0.1" || cx.Spec.Owner.Name != "p1" || cx.Spec.Owner.UID != "u" {
 		t.Errorf("claim trimmed wrongly: %+v", cx.Spec)
+	}
+	if !sameMap(cx.Labels, cy.Labels) || !sameMap(ia.Labels, ib.Labels) {
+		t.Error("claims or IP records with the same labels keep a map each")
+	}
+	other := claim(3)
+	other.Labels[c(v1alpha1.LabelFamily)] = c("IPv4")
+	z, _ := trimCRD(other)
+	if cz := z.(*v1alpha1.AddressClaim); sameMap(cz.Labels, cx.Labels) || len(cz.Labels) != 2 || cz.Labels[v1alpha1.LabelFamily] != "IPv4" {
+		t.Errorf("a claim with labels of its own got another's: %v", cz.Labels)
+	}
+}
+
+func sameMap(a, b map[string]string) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// The label maps kept are bounded, unchanged by what is shared, and
+// never the caller's own map.
+func TestMapInternerBoundAndCopies(t *testing.T) {
+	in := mapInterner{max: 2}
+	clone := func(m map[string]string) map[string]string { return maps.Clone(m) }
+	a := map[string]string{"app": "a"}
+	sa := in.share(a, clone)
+	if sameMap(sa, a) || !maps.Equal(sa, a) {
+		t.Fatalf("the kept map is the caller's, or differs: %v", sa)
+	}
+	a["app"] = "changed"
+	if got := in.share(map[string]string{"app": "a"}, clone); !sameMap(got, sa) || got["app"] != "a" {
+		t.Errorf("an equal map is not the shared one, or the caller's change reached it: %v", got)
+	}
+	in.share(map[string]string{"app": "b"}, clone)
+	c1 := in.share(map[string]string{"app": "c"}, clone)
+	c2 := in.share(map[string]string{"app": "c"}, clone)
+	if sameMap(c1, c2) || len(in.sets) != 2 {
+		t.Errorf("past the bound a map was still kept (%d kept)", len(in.sets))
+	}
+	if got := in.share(nil, clone); got != nil {
+		t.Errorf("nil labels became %v", got)
+	}
+	// Hashes are order-independent: the same pairs in another map share.
+	x := in.share(map[string]string{"app": "b"}, clone)
+	if y := in.share(map[string]string{"app": "b"}, clone); !sameMap(x, y) {
+		t.Error("two equal maps kept apart")
 	}
 }
