@@ -55,6 +55,10 @@ var clusterSkip = map[string]string{
 	"shardnet-3":      "it starts 3 shardnet replicas of its own",
 	"baseline":        "it starts a one-shard shardnet replica of its own",
 	HalfRateScenario:  "it paces 3 shardnet replicas of its own at half their rate",
+	NearRateScenario:  "it paces 3 shardnet replicas of its own at 90% of their rate",
+	RawHalfScenario:   "it is the baseline of the half-rate scenario, which does not run here",
+	RawNearScenario:   "it is the baseline of the 90% scenario, which does not run here",
+	PortsScenario:     "it starts 3 shardnet replicas of its own and a port group in the Northbound",
 	RawAttachScenario: "it installs the NetworkAttachmentDefinition CRD and a cluster-scoped subnet and writes claims as shardnet does",
 	AttachScenario:    "it starts 3 shardnet replicas of its own and installs a cluster-scoped subnet",
 }

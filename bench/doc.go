@@ -19,6 +19,11 @@
 //     shardnet's p99 is reported against a 250 ms goal and as a ratio over
 //     the raw writer's p99 at the same rate, the latency of the same API
 //     writes with no logic;
+//   - raw-90 and shardnet-3-90, back to back: the same pair paced at 90%
+//     of the 3-replica rate, for the p99 near the ceiling (reported, no
+//     goal; the ceiling is shardnet's own rate, since at 90% of the raw
+//     writer's the replicas would be past theirs whenever shardnet/raw is
+//     below 0.9, and the p99 would measure the backlog);
 //   - raw-attach and shardnet-3-attach, back to back: the raw ceiling and
 //     3 replicas again with every pod carrying one OVN attachment (multus's
 //     NetworkAttachmentDefinition CRD installed, a NAD of type kube-ovn and

@@ -132,6 +132,14 @@ func Markdown(r *Result) string {
 		}
 		b.WriteString("\n")
 	}
+	if near, ok := r.Scenario(NearRateScenario); ok {
+		fmt.Fprintf(&b, "- p99 create-to-routed at %.0f%% of the 3-replica rate (%.0f pods/s): **%.0f ms** (reported, no goal)",
+			NearRateFraction*100, near.CreateRate, near.P99)
+		if raw, ok := r.Scenario(RawNearScenario); ok {
+			fmt.Fprintf(&b, "; the raw writer's p99 at the same rate: %.0f ms, shardnet's is **%.2fx** that", raw.P99, r.Ratios.NearRateP99VsRaw)
+		}
+		b.WriteString("\n")
+	}
 	if three, ok := r.Scenario("shardnet-3"); ok && len(three.PeakRSSMiB) > 0 {
 		peak := slices.Max(three.PeakRSSMiB)
 		fmt.Fprintf(&b, "- peak RSS of a replica (3 replicas, %d pods): **%.0f MiB** routing them%s (goal <= %d MiB at 50,000 pods",

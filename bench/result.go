@@ -147,6 +147,11 @@ type Ratios struct {
 	// paced at the same rate (RawHalfScenario): 1 would be a pod path as
 	// quick as the plain client's same writes; 0 when either did not run.
 	HalfRateP99VsRaw float64 `json:"halfRateP99VsRaw,omitempty"`
+	// NearRateP99Ms and NearRateP99VsRaw are the same figures for the
+	// scenario paced at NearRateFraction of the 3-replica rate
+	// (NearRateScenario, RawNearScenario); reported, not bounded.
+	NearRateP99Ms    float64 `json:"nearRateP99ms,omitempty"`
+	NearRateP99VsRaw float64 `json:"nearRateP99VsRaw,omitempty"`
 	// StallSeconds is the 3-replica scenario's longest plateau
 	// (Scenario.StallSeconds), RawStallSeconds the raw ceiling's in the
 	// same run: a stall of the API server shows in both.
@@ -229,6 +234,11 @@ func (r *Result) computeRatios() {
 		r.Ratios.HalfRateP99Ms = half.P99
 		rawHalf, _ := r.Scenario(RawHalfScenario)
 		r.Ratios.HalfRateP99VsRaw = div(half.P99, rawHalf.P99)
+	}
+	if near, ok := r.Scenario(NearRateScenario); ok {
+		r.Ratios.NearRateP99Ms = near.P99
+		rawNear, _ := r.Scenario(RawNearScenario)
+		r.Ratios.NearRateP99VsRaw = div(near.P99, rawNear.P99)
 	}
 	r.Ratios.StallSeconds, r.Ratios.RawStallSeconds = three.StallSeconds, raw.StallSeconds
 	r.Ratios.NBPortsVsCeiling = div(three.PodsPerSecond*float64(1+three.Attachments), bestNBCeiling(r.NBCeiling).PortsPerSecond)

@@ -78,14 +78,20 @@ func TestLatencyAndRestartBoundsChecked(t *testing.T) {
 		{Name: "baseline", PodsPerSecond: 120},
 		{Name: RawHalfScenario, CreateRate: 95, P99: 100},
 		{Name: HalfRateScenario, CreateRate: 95, P99: 250},
+		{Name: RawNearScenario, CreateRate: 171, P99: 200},
+		{Name: NearRateScenario, CreateRate: 171, P99: 700},
 	}}
 	r.computeRatios()
+	if r.Ratios.NearRateP99Ms != 700 || r.Ratios.NearRateP99VsRaw != 3.5 {
+		t.Fatalf("near-rate ratios %+v, want p99 700 and 700/200", r.Ratios)
+	}
 	if r.Ratios.HalfRateP99VsRaw != 2.5 || r.Ratios.StallSeconds != 1.25 || r.Ratios.RawStallSeconds != 0.5 {
 		t.Fatalf("ratios %+v, want p99 250/100 and the stalls of shardnet-3 and raw", r.Ratios)
 	}
 	md := Markdown(r)
 	for _, want := range []string{
 		"the raw writer's p99 at the same rate: 100 ms, shardnet's is **2.50x** that",
+		"at 90% of the 3-replica rate (171 pods/s): **700 ms** (reported, no goal); the raw writer's p99 at the same rate: 200 ms, shardnet's is **3.50x** that",
 		"longest stall of shardnet (3 replicas): **1.25 s**, 2.00 s after the first create (goal <= 1 s); the raw ceiling's in the same run: 0.50 s",
 	} {
 		if !strings.Contains(md, want) {
@@ -324,5 +330,17 @@ func TestListeningSeesAnExitAtStartup(t *testing.T) {
 	go func() { _ = rp.cmd.Wait(); close(rp.exited) }()
 	if err := rp.listening(time.Minute); err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Fatalf("listening = %v, want the exit", err)
+	}
+}
+
+// Every scenario that does not run against a cluster says why.
+func TestEveryClusterSkipHasAReason(t *testing.T) {
+	for _, name := range ScenarioNames {
+		if name == "raw" || name == InstalledScenario {
+			continue
+		}
+		if clusterSkip[name] == "" {
+			t.Errorf("scenario %s is skipped against a cluster without a reason", name)
+		}
 	}
 }
