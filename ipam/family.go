@@ -313,25 +313,26 @@ func (f *family) release(a netip.Addr) bool {
 	return f.alloc.clear(off)
 }
 
-// taken appends every address held in the family: the set bits of the
-// window and the static addresses beyond it.
-func (f *family) taken(out []netip.Addr) []netip.Addr {
+// eachTaken calls fn with every address held in the family: the set bits
+// of the window and the static addresses beyond it. fn must not allocate
+// or release in the family (the static addresses are visited under their
+// lock).
+func (f *family) eachTaken(fn func(netip.Addr)) {
 	for i := range f.alloc.words {
 		w := f.alloc.words[i].Load()
 		for w != 0 {
 			b := uint64(bits.TrailingZeros64(w))
 			w &= w - 1
 			if off := uint64(i)*64 + b; off < f.size {
-				out = append(out, f.addr(off))
+				fn(f.addr(off))
 			}
 		}
 	}
 	f.outside.mu.Lock()
 	for a := range f.outside.m {
-		out = append(out, a)
+		fn(a)
 	}
 	f.outside.mu.Unlock()
-	return out
 }
 
 // isFree reports whether a static allocation of a could succeed here.

@@ -477,3 +477,37 @@ func TestSubnetConfigFrom(t *testing.T) {
 		t.Fatalf("Usage() = %+v", u)
 	}
 }
+
+// EachTaken visits every address allocated, in the window and beyond it
+// (a static IPv6 address past the bitmap), each once, and nothing free.
+func TestEachTakenVisitsEveryHeldAddress(t *testing.T) {
+	s, err := NewSubnet(SubnetConfig{Name: "dual", CIDRBlock: "10.0.0.0/24,fd00::/64", IPv6Window: 256, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[netip.Addr]bool{}
+	for i := range 5 {
+		a, err := s.Allocate(i % 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[a.V4], want[a.V6] = true, true
+	}
+	beyond := Addresses{V4: netip.MustParseAddr("10.0.0.200"), V6: netip.MustParseAddr("fd00::1:0")}
+	if err := s.AllocateStatic(beyond); err != nil {
+		t.Fatal(err)
+	}
+	want[beyond.V4], want[beyond.V6] = true, true
+	seen := map[netip.Addr]int{}
+	s.EachTaken(func(a netip.Addr) { seen[a]++ })
+	for a := range want {
+		if seen[a] != 1 {
+			t.Errorf("%s visited %d times, want once", a, seen[a])
+		}
+	}
+	for a, n := range seen {
+		if n != 1 || s.IsFree(a) {
+			t.Errorf("%s visited %d times, free %v", a, n, s.IsFree(a))
+		}
+	}
+}

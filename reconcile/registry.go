@@ -316,11 +316,14 @@ func (r *Subnets) sweep(name string, e *subnetEntry, claimed map[netip.Addr]bool
 	r.sweepMu.Lock()
 	defer r.sweepMu.Unlock()
 	next := map[netip.Addr]bool{}
-	var freed []netip.Addr
-	for _, a := range e.subnet.Taken() {
-		if claimed[a] || slices.Contains(e.nodeIPs, a) {
-			continue
+	var unclaimed []netip.Addr
+	e.subnet.EachTaken(func(a netip.Addr) {
+		if !claimed[a] && !slices.Contains(e.nodeIPs, a) {
+			unclaimed = append(unclaimed, a)
 		}
+	})
+	var freed []netip.Addr
+	for _, a := range unclaimed {
 		if _, h := e.subnet.HeldBy(a); h {
 			continue
 		}
