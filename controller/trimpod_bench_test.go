@@ -45,23 +45,30 @@ func trimUnshared(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
 }
 
+// retainedPerItem is the heap kept per item by 20,000 items kept alive
+// together, each of objects objects that fill stores into its slot (a
+// pod, or a claim and its IP record).
+func retainedPerItem(objects int, fill func(i int, slot []any)) float64 {
+	const n = 20000
+	kept := make([]any, n*objects)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		fill(i, kept[i*objects:(i+1)*objects])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	return float64(after.HeapAlloc-before.HeapAlloc) / n
+}
+
 // BenchmarkTrimPodRetained reports the heap a cached pod keeps after
 // TrimPod, beside the same pods trimmed without shared keys, in one run:
 // go test -run '^$' -bench TrimPodRetained ./controller/
 func BenchmarkTrimPodRetained(b *testing.B) {
-	const n = 20000
 	retained := func(trim func(*corev1.Pod) any) float64 {
-		kept := make([]any, n)
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for i := range kept {
-			kept[i] = trim(decodedPod(i))
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(kept)
-		return float64(after.HeapAlloc-before.HeapAlloc) / n
+		return retainedPerItem(1, func(i int, slot []any) { slot[0] = trim(decodedPod(i)) })
 	}
 	var shared, unshared float64
 	for range b.N {
@@ -98,20 +105,11 @@ func decodedClaimAndIP(i int) (*v1alpha1.AddressClaim, *kubeovnv1.IP) {
 // dropped, in one run:
 // go test -run '^$' -bench TrimCRDRetained ./controller/
 func BenchmarkTrimCRDRetained(b *testing.B) {
-	const n = 20000
 	retained := func(trim func(any) any) float64 {
-		kept := make([]any, 2*n)
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for i := range n {
+		return retainedPerItem(2, func(i int, slot []any) {
 			claim, ip := decodedClaimAndIP(i)
-			kept[2*i], kept[2*i+1] = trim(claim), trim(ip)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(kept)
-		return float64(after.HeapAlloc-before.HeapAlloc) / n
+			slot[0], slot[1] = trim(claim), trim(ip)
+		})
 	}
 	var shared, unshared float64
 	for range b.N {
