@@ -128,7 +128,8 @@ func (inf *Informers) Shards() int { return inf.shards }
 //
 // Annotation and label keys, the namespace and the node name are shared
 // with every other cached pod that has the same ones (podKeys): decoded,
-// each pod had its own copy of the same dozen kube-ovn keys.
+// each pod had its own copy of the same dozen kube-ovn keys. Pods with the
+// same labels share one label map (labelSets).
 //
 // The input is not changed, but the result shares its slices and strings:
 // an informer hands the transform an object it just decoded and drops it
@@ -167,8 +168,9 @@ func TrimPod(obj any) (any, error) {
 
 // trimCRD is the transform of the custom resources' informers: they lose
 // their managedFields, and IP records and AddressClaims, one of each per
-// pod, share their label keys and the values most of them have in common
-// (subnet, node, namespace, kinds) with the others, through podKeys.
+// pod, share their label maps (labelSets) and the spec values most of them
+// have in common (subnet, node, namespace, kinds) with the others, through
+// podKeys.
 // Nothing else is dropped: an IP record is written back from its cached
 // copy.
 func trimCRD(obj any) (any, error) {
