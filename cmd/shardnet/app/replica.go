@@ -190,7 +190,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		}
 	}()
 	if r.nb, err = ovn.NewClient(ctx, nbCfg); err != nil {
-		return nil, fmt.Errorf("connecting to the Northbound: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNBConnect, err)
 	}
 	c := r.caches
 	if r.pods, err = reconcile.NewPods(reconcile.PodConfig{

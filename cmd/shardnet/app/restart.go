@@ -49,7 +49,9 @@ type Replica struct {
 }
 
 // NewReplica builds a replica from validated options. rc, when not nil,
-// replaces --kubeconfig; reg receives every metric.
+// replaces --kubeconfig; reg receives every metric. While the Northbound
+// cannot be reached it tries again every retry period, logging each
+// attempt, until ctx ends (retryNBConnect).
 func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer) (*Replica, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -62,14 +64,47 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	if err := reg.Register(r.restarts); err != nil {
 		return nil, err
 	}
-	inc, scope, err := r.build(ctx)
+	type built struct {
+		inc   *incarnation
+		scope *scopedRegisterer
+	}
+	b, err := retryNBConnect(ctx, opts.RetryPeriod, klog.FromContext(ctx).WithValues("identity", opts.Identity), func() (built, error) {
+		inc, scope, err := r.build(ctx)
+		return built{inc, scope}, err
+	})
 	if err != nil {
 		reg.Unregister(r.restarts)
 		return nil, err
 	}
-	r.cur.Store(inc)
-	r.scope = scope
+	r.cur.Store(b.inc)
+	r.scope = b.scope
 	return r, nil
+}
+
+// errNBConnect marks an incarnation that could not connect to the
+// Northbound, which another attempt may well reach: a server busy sending
+// other replicas their monitor replies (at 50,000 ports, longer than the
+// connect timeout) or not up yet.
+var errNBConnect = errors.New("connecting to the Northbound")
+
+// retryNBConnect calls build until it succeeds, fails for another reason
+// than the Northbound connection, or ctx ends, waiting every between
+// attempts and logging each failed one. A replica's first incarnation is
+// built this way: exiting instead would cost a container restart and the
+// kubelet's growing back-off for a server that was only slow to answer.
+func retryNBConnect[T any](ctx context.Context, every time.Duration, logger klog.Logger, build func() (T, error)) (T, error) {
+	for {
+		v, err := build()
+		if err == nil || !errors.Is(err, errNBConnect) {
+			return v, err
+		}
+		logger.Error(err, "Northbound not reached; trying again", "after", every)
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("%w (stopped trying: %w)", err, context.Cause(ctx))
+		case <-time.After(every):
+		}
+	}
 }
 
 // build makes a new incarnation whose metrics can be taken out of reg
