@@ -51,7 +51,7 @@ type Replica struct {
 // NewReplica builds a replica from validated options. rc, when not nil,
 // replaces --kubeconfig; reg receives every metric. While the Northbound
 // cannot be reached it tries again every retry period, logging each
-// attempt, until ctx ends (retryNBConnect).
+// attempt, until ctx ends (retryEvery, isNBConnect).
 func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer) (*Replica, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -64,20 +64,11 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 	if err := reg.Register(r.restarts); err != nil {
 		return nil, err
 	}
-	type built struct {
-		inc   *incarnation
-		scope *scopedRegisterer
-	}
-	b, err := retryNBConnect(ctx, opts.RetryPeriod, klog.FromContext(ctx).WithValues("identity", opts.Identity), func() (built, error) {
-		inc, scope, err := r.build(ctx)
-		return built{inc, scope}, err
-	})
-	if err != nil {
+	logger := klog.FromContext(ctx).WithValues("identity", opts.Identity)
+	if err := retryEvery(ctx, opts.RetryPeriod, logger, "Northbound not reached", isNBConnect, func() error { return r.buildCurrent(ctx) }); err != nil {
 		reg.Unregister(r.restarts)
 		return nil, err
 	}
-	r.cur.Store(b.inc)
-	r.scope = b.scope
 	return r, nil
 }
 
@@ -87,24 +78,43 @@ func NewReplica(ctx context.Context, opts Options, rc *rest.Config, reg promethe
 // connect timeout) or not up yet.
 var errNBConnect = errors.New("connecting to the Northbound")
 
-// retryNBConnect calls build until it succeeds, fails for another reason
-// than the Northbound connection, or ctx ends, waiting every between
-// attempts and logging each failed one. A replica's first incarnation is
-// built this way: exiting instead would cost a container restart and the
-// kubelet's growing back-off for a server that was only slow to answer.
-func retryNBConnect[T any](ctx context.Context, every time.Duration, logger klog.Logger, build func() (T, error)) (T, error) {
+// isNBConnect reports an incarnation that failed on its Northbound
+// connection. A replica's first incarnation is retried on that error
+// alone: exiting instead would cost a container restart and the kubelet's
+// growing back-off for a server that was only slow to answer, while a bad
+// option still ends the process.
+func isNBConnect(err error) bool { return errors.Is(err, errNBConnect) }
+
+// anyError retries every error.
+func anyError(error) bool { return true }
+
+// retryEvery calls try until it succeeds, fails with an error retryable
+// does not accept, or ctx ends, waiting every between attempts and
+// logging each failed one as what.
+func retryEvery(ctx context.Context, every time.Duration, logger klog.Logger, what string, retryable func(error) bool, try func() error) error {
 	for {
-		v, err := build()
-		if err == nil || !errors.Is(err, errNBConnect) {
-			return v, err
+		err := try()
+		if err == nil || !retryable(err) {
+			return err
 		}
-		logger.Error(err, "Northbound not reached; trying again", "after", every)
+		logger.Error(err, what+"; trying again", "after", every)
 		select {
 		case <-ctx.Done():
-			return v, fmt.Errorf("%w (stopped trying: %w)", err, context.Cause(ctx))
+			return fmt.Errorf("%w (stopped trying: %w)", err, context.Cause(ctx))
 		case <-time.After(every):
 		}
 	}
+}
+
+// buildCurrent builds a new incarnation and makes it the current one.
+func (r *Replica) buildCurrent(ctx context.Context) error {
+	inc, scope, err := r.build(ctx)
+	if err != nil {
+		return err
+	}
+	r.cur.Store(inc)
+	r.scope = scope
+	return nil
 }
 
 // build makes a new incarnation whose metrics can be taken out of reg
@@ -133,19 +143,8 @@ func (r *Replica) Run(ctx context.Context) error {
 		}
 		logger.Info("Membership lost: starting afresh with new caches, a new Northbound connection and a new member incarnation")
 		r.scope.unregisterAll()
-		for {
-			inc, scope, err := r.build(ctx)
-			if err == nil {
-				r.cur.Store(inc)
-				r.scope = scope
-				break
-			}
-			logger.Error(err, "Starting afresh; retrying", "after", r.opts.RetryPeriod)
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("starting afresh after losing the membership: %w", err)
-			case <-time.After(r.opts.RetryPeriod):
-			}
+		if err := retryEvery(ctx, r.opts.RetryPeriod, logger, "Starting afresh failed", anyError, func() error { return r.buildCurrent(ctx) }); err != nil {
+			return fmt.Errorf("starting afresh after losing the membership: %w", err)
 		}
 		r.restarts.Inc()
 		r.restartCount.Add(1)

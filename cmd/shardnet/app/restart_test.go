@@ -16,14 +16,18 @@ import (
 func TestRetryNBConnect(t *testing.T) {
 	unreachable := fmt.Errorf("%w: ovn: connecting to [tcp:127.0.0.1:6641]: context deadline exceeded", errNBConnect)
 	ctx := context.Background()
+	retry := func(ctx context.Context, every time.Duration, try func() error) error {
+		return retryEvery(ctx, every, klog.Background(), "Northbound not reached", isNBConnect, try)
+	}
 
-	calls := 0
-	v, err := retryNBConnect(ctx, time.Millisecond, klog.Background(), func() (int, error) {
+	calls, v := 0, 0
+	err := retry(ctx, time.Millisecond, func() error {
 		calls++
 		if calls < 3 {
-			return 0, unreachable
+			return unreachable
 		}
-		return 42, nil
+		v = 42
+		return nil
 	})
 	if err != nil || v != 42 || calls != 3 {
 		t.Errorf("got %d, %v after %d attempts; want 42 after the third", v, err, calls)
@@ -31,16 +35,16 @@ func TestRetryNBConnect(t *testing.T) {
 
 	calls = 0
 	bad := errors.New("--nb-cert: no such file")
-	if _, err := retryNBConnect(ctx, time.Millisecond, klog.Background(), func() (int, error) { calls++; return 0, bad }); !errors.Is(err, bad) || calls != 1 {
+	if err := retry(ctx, time.Millisecond, func() error { calls++; return bad }); !errors.Is(err, bad) || calls != 1 {
 		t.Errorf("another error: %v after %d attempts; want it at once", err, calls)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
 	calls = 0
-	_, err = retryNBConnect(cctx, time.Hour, klog.Background(), func() (int, error) {
+	err = retry(cctx, time.Hour, func() error {
 		calls++
 		cancel()
-		return 0, unreachable
+		return unreachable
 	})
 	if !errors.Is(err, errNBConnect) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped trying") || calls != 1 {
 		t.Errorf("ended context: %v after %d attempts; want the connection error and the cancellation", err, calls)
