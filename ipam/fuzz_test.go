@@ -2,10 +2,35 @@ package ipam
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
 )
+
+// FuzzParseMAC: ParseMAC's allocation-free reading of the usual forms
+// agrees with net.ParseMAC on every input: the same MAC, or both refuse.
+func FuzzParseMAC(f *testing.F) {
+	for _, s := range []string{"00:11:22:aa:BB:cc", "00-11-22-33-44-55", "00:11-22:33:44:55", "0011.2233.4455",
+		"00:00:00:00:00:00", "01:00:5e:00:00:01", "00:11:22:33:44:5g", "", "00:11:22:33:44:55:66:77"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseMAC(s)
+		var want MAC
+		hw, werr := net.ParseMAC(s)
+		if werr == nil && len(hw) == 6 {
+			copy(want[:], hw)
+		}
+		valid := werr == nil && len(hw) == 6 && want != (MAC{}) && want[0]&1 == 0
+		if (err == nil) != valid || got != map[bool]MAC{true: want}[valid] {
+			t.Fatalf("ParseMAC(%q) = %v, %v; net.ParseMAC says %v, %v", s, got, err, hw, werr)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("ParseMAC(%q) error %v is not ErrInvalid", s, err)
+		}
+	})
+}
 
 func FuzzParseRange(f *testing.F) {
 	for _, s := range []string{"10.0.0.1", "10.0.0.1..10.0.0.9", "10.0.0.0/8", "fd00::/64",

@@ -27,17 +27,22 @@ const (
 	macFromV6Low = 0x5a
 )
 
-// ParseMAC parses a unicast, non-zero 48-bit MAC.
+// ParseMAC parses a unicast, non-zero 48-bit MAC. The usual forms,
+// "xx:xx:xx:xx:xx:xx" and "xx-xx-xx-xx-xx-xx", are read without
+// allocating (adoption parses every pod's, IP record's and port's MAC
+// each pass); any other goes through net.ParseMAC.
 func ParseMAC(s string) (MAC, error) {
-	hw, err := net.ParseMAC(s)
-	if err != nil {
-		return MAC{}, parseErr("MAC", s, err)
+	m, ok := parseColonMAC(s)
+	if !ok {
+		hw, err := net.ParseMAC(s)
+		if err != nil {
+			return MAC{}, parseErr("MAC", s, err)
+		}
+		if len(hw) != 6 {
+			return MAC{}, parseErr("MAC", s, fmt.Errorf("%d bytes, want 6", len(hw)))
+		}
+		copy(m[:], hw)
 	}
-	if len(hw) != 6 {
-		return MAC{}, parseErr("MAC", s, fmt.Errorf("%d bytes, want 6", len(hw)))
-	}
-	var m MAC
-	copy(m[:], hw)
 	if m == (MAC{}) {
 		return MAC{}, parseErr("MAC", s, fmt.Errorf("all zero"))
 	}
@@ -45,6 +50,38 @@ func ParseMAC(s string) (MAC, error) {
 		return MAC{}, parseErr("MAC", s, fmt.Errorf("multicast"))
 	}
 	return m, nil
+}
+
+// parseColonMAC reads six hex pairs joined by one separator, ':' or '-'
+// throughout, as net.ParseMAC does; ok is false for anything else.
+func parseColonMAC(s string) (m MAC, ok bool) {
+	if len(s) != 17 || (s[2] != ':' && s[2] != '-') {
+		return MAC{}, false
+	}
+	for i := range m {
+		if i > 0 && s[3*i-1] != s[2] {
+			return MAC{}, false
+		}
+		hi, ok1 := unhex(s[3*i])
+		lo, ok2 := unhex(s[3*i+1])
+		if !ok1 || !ok2 {
+			return MAC{}, false
+		}
+		m[i] = hi<<4 | lo
+	}
+	return m, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 func (m MAC) String() string { return net.HardwareAddr(m[:]).String() }

@@ -110,11 +110,16 @@ func (a Addresses) List() []netip.Addr {
 // addresses of one family are an error.
 func ParseAddresses(s string) (Addresses, error) {
 	var a Addresses
-	parts := strings.Split(s, ",")
-	if len(parts) > 2 {
-		return a, parseErr("address list", s, fmt.Errorf("%d addresses, want one per family", len(parts)))
+	// Split without allocating: adoption parses every pod's addresses
+	// each pass.
+	first, rest, two := strings.Cut(s, ",")
+	if n := strings.Count(rest, ",") + 2; two && n > 2 {
+		return a, parseErr("address list", s, fmt.Errorf("%d addresses, want one per family", n))
 	}
-	for _, p := range parts {
+	for i, p := range [2]string{first, rest} {
+		if i == 1 && !two {
+			break
+		}
 		ip, err := parseAddr(p)
 		if err != nil {
 			return Addresses{}, parseErr("address", s, err)

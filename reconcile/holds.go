@@ -1,7 +1,9 @@
 package reconcile
 
 import (
+	"cmp"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,31 +44,23 @@ type HoldConflict struct {
 // Holds are the held addresses of every subnet, by subnet name.
 type Holds map[string]map[netip.Addr]ipam.Hold
 
-// claimant is one place that says an address is in use.
-type claimant struct {
-	hold ipam.Hold
-	// rank orders claimants of one address: lower wins.
-	rank int
-	// created and key break ties between live pods.
-	created time.Time
-	key     string
-}
-
-const (
-	rankPodWithPort = iota // a live pod whose port carries the address
-	rankPod                // a live pod's annotations
-	rankVip                // a Vip's reserved address
-	rankIPRecord           // an IP record
-	rankPort               // a Northbound port
-)
-
 // CollectHolds finds every address in use in each subnet: the allocated
 // annotations of live pods (every provider), IP records, Vips, and the
 // fixed addresses of the Northbound ports on the subnet's switch. When
 // several holders name one address, the winner is (in order) a live pod
-// whose port carries it, a live pod (the older, then by name), a Vip, an
-// IP record, a port; the rest are returned as conflicts. Pure: the same
-// inputs give the same holds on every replica.
+// whose port carries it, a live pod (the older, then by name), a Vip (by
+// name), an IP record (by name), a port (by name); the others that may
+// claim, or that another claimant disputes, are returned as conflicts.
+// Pure: the same inputs, in any order, give the same holds and conflicts
+// on every replica.
+//
+// The holders are visited best first, so the first to name an address
+// keeps it and every later one is only compared with the one kept: the
+// pass keeps one map of holds and nothing more per address. It runs
+// before a replica joins, while the caches' first load has the heap at
+// its soft limit, and again every few status intervals, so what it
+// allocates beyond the holds it returns is paid in collector time
+// (BenchmarkCollectHolds).
 func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	byName := make(map[string]*kubeovnv1.Subnet, len(in.Subnets))
 	var prefixes []subnetPrefixes
@@ -106,36 +100,36 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 		return found
 	}
 
-	// slot is one address: its best claimant so far and the sources of
-	// other holders that name it.
-	type slot struct {
-		best   claimant
-		others []string
-	}
-	all := map[string]map[netip.Addr]*slot{}
-	add := func(subnet string, a netip.Addr, c claimant) {
+	// Most addresses have a pod, an IP record and a port: sized for the
+	// pods, a subnet's map seldom grows.
+	perSubnet := len(in.Pods)/max(1, len(prefixes)) + 1
+	out := make(Holds, len(prefixes))
+	// others: the sources that lost an address, by subnet; only addresses
+	// in conflict have an entry.
+	others := map[string]map[netip.Addr][]string{}
+	add := func(subnet string, a netip.Addr, h ipam.Hold) {
 		if subnet == "" || !a.IsValid() {
 			return
 		}
-		m := all[subnet]
+		m := out[subnet]
 		if m == nil {
-			m = map[netip.Addr]*slot{}
-			all[subnet] = m
+			m = make(map[netip.Addr]ipam.Hold, perSubnet)
+			out[subnet] = m
 		}
-		sl := m[a]
-		if sl == nil {
-			m[a] = &slot{best: c}
+		kept, ok := m[a]
+		if !ok {
+			m[a] = h
 			return
 		}
-		win, lose := sl.best, c
-		if before(c, sl.best) {
-			win, lose = c, sl.best
-		}
-		sl.best = win
 		// Two rows nobody may claim (a node's join port and its record)
 		// name one address without a question to ask.
-		if !sameHolder(lose.hold, win.hold) && (claimable(lose.hold) || claimable(win.hold)) {
-			sl.others = append(sl.others, lose.hold.Source)
+		if !sameHolder(h, kept) && (claimable(h) || claimable(kept)) {
+			o := others[subnet]
+			if o == nil {
+				o = map[netip.Addr][]string{}
+				others[subnet] = o
+			}
+			o[a] = append(o[a], h.Source)
 		}
 	}
 
@@ -144,22 +138,35 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	// holderOf: the key a launcher pod's port and record are named by
 	// (the VM's), when it is not the pod's own.
 	holderOf := map[string]string{}
-	live := make([]*corev1.Pod, 0, len(in.Pods))
+	type livePod struct {
+		p       *corev1.Pod
+		key     string // namespace/name
+		created int64
+	}
+	live := make([]livePod, 0, len(in.Pods))
 	for _, p := range in.Pods {
 		if p.Spec.HostNetwork || !holdsAddresses(p, in.Now) {
 			continue
 		}
-		ownerOf[p.Namespace+"/"+p.Name] = ipam.OwnerKey(ClaimOwnerOf(p))
+		key := p.Namespace + "/" + p.Name
+		ownerOf[key] = ipam.OwnerKey(ClaimOwnerOf(p))
 		if in.VMOwner != nil {
 			if o, ok := in.VMOwner(p); ok {
 				vmKey := o.Namespace + "/" + o.Name
-				ownerOf[p.Namespace+"/"+p.Name] = ipam.OwnerKey(o)
+				ownerOf[key] = ipam.OwnerKey(o)
 				ownerOf[vmKey] = ipam.OwnerKey(o)
-				holderOf[p.Namespace+"/"+p.Name] = vmKey
+				holderOf[key] = vmKey
 			}
 		}
-		live = append(live, p)
+		live = append(live, livePod{p, key, p.CreationTimestamp.UnixNano()})
 	}
+	// The older pod first, then by name.
+	slices.SortFunc(live, func(x, y livePod) int {
+		if c := cmp.Compare(x.created, y.created); c != 0 {
+			return c
+		}
+		return strings.Compare(x.key, y.key)
+	})
 	// portPod: the pod key of the port that carries each address, to find
 	// the pod a port confirms.
 	portPod := make(map[netip.Addr]string, len(in.Ports))
@@ -178,19 +185,36 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	// vipUsed: the Vip owner of each address a Vip reserved and who uses
 	// it, whose IP record and port hold for the Vip as well.
 	vipUsed := vipUsesByAddr(in.Vips)
-	for _, p := range live {
-		key := p.Namespace + "/" + p.Name
+	// A pod whose port carries an address is added at once; one whose
+	// port does not waits until every pod whose port does has been (few
+	// do once the pods are routed).
+	type podHold struct {
+		subnet string
+		a      netip.Addr
+		h      ipam.Hold
+	}
+	var later []podHold
+	keys := providerKeys{}
+	vipKey := DefaultKey(KeyVIP)
+	var providers []string
+	for _, lp := range live {
+		p, key := lp.p, lp.key
 		source := "pod " + key
-		for _, provider := range annotatedProviders(p) {
+		providers = appendAnnotatedProviders(providers[:0], p)
+		for _, provider := range providers {
 			ann := p.Annotations
-			addrs, err := ipam.ParseAddresses(ann[Key(provider, KeyIPAddress)])
+			k := keys.of(provider)
+			addrs, err := ipam.ParseAddresses(ann[k.ip])
 			if err != nil {
 				continue
 			}
-			mac, _ := ipam.ParseMAC(ann[Key(provider, KeyMACAddress)])
-			for _, a := range addrs.List() {
+			mac, _ := ipam.ParseMAC(ann[k.mac])
+			for _, a := range [2]netip.Addr{addrs.V4, addrs.V6} {
+				if !a.IsValid() {
+					continue
+				}
 				owner := ownerOf[key]
-				if o, ok := vipOwners[vipAddr{ann[DefaultKey(KeyVIP)], a}]; ok && provider == DefaultProvider {
+				if o, ok := vipOwners[vipAddr{ann[vipKey], a}]; ok && provider == DefaultProvider {
 					// The pod was given a Vip's address: the Vip's claims
 					// hold it, not the pod's (D14).
 					u := vipUsed[a]
@@ -198,30 +222,31 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 					vipUsed[a] = u
 					owner = o
 				}
-				rank := rankPod
+				ph := podHold{subnetOf(ann[k.ls], provider, a), a, ipam.Hold{Owner: owner, Source: source, MAC: mac}}
 				if portPod[a] == key || (holderOf[key] != "" && portPod[a] == holderOf[key]) {
-					rank = rankPodWithPort
+					add(ph.subnet, ph.a, ph.h)
+				} else {
+					later = append(later, ph)
 				}
-				add(subnetOf(ann[Key(provider, KeyLogicalSwitch)], provider, a), a, claimant{
-					hold: ipam.Hold{Owner: owner, Source: source, MAC: mac},
-					rank: rank, created: p.CreationTimestamp.Time, key: key,
-				})
 			}
 		}
 	}
-	for _, v := range in.Vips {
+	for _, ph := range later {
+		add(ph.subnet, ph.a, ph.h)
+	}
+	for _, i := range byKey(len(in.Vips), func(i int) string { return in.Vips[i].Name }) {
+		v := in.Vips[i]
 		mac, _ := ipam.ParseMAC(v.Status.Mac)
-		for _, s := range []string{v.Status.V4ip, v.Status.V6ip, v.Spec.V4ip, v.Spec.V6ip} {
+		for _, s := range [4]string{v.Status.V4ip, v.Status.V6ip, v.Spec.V4ip, v.Spec.V6ip} {
 			a, err := netip.ParseAddr(s)
 			if err != nil {
 				continue
 			}
-			add(subnetOf(v.Spec.Subnet, "", a.Unmap()), a.Unmap(), claimant{
-				hold: ipam.Hold{Owner: ipam.OwnerKey(VipClaimOwner(v)), Source: "Vip " + v.Name, MAC: mac}, rank: rankVip, key: v.Name,
-			})
+			add(subnetOf(v.Spec.Subnet, "", a.Unmap()), a.Unmap(), ipam.Hold{Owner: ipam.OwnerKey(VipClaimOwner(v)), Source: "Vip " + v.Name, MAC: mac})
 		}
 	}
-	for _, ip := range in.IPs {
+	for _, i := range byKey(len(in.IPs), func(i int) string { return in.IPs[i].Name }) {
+		ip := in.IPs[i]
 		h := ipam.Hold{Source: "IP record " + ip.Name}
 		h.MAC, _ = ipam.ParseMAC(ip.Spec.MacAddress)
 		if ip.Spec.PodName != "" && ip.Spec.Namespace != "" {
@@ -232,11 +257,12 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 				h.Name = key
 			}
 		}
-		for _, a := range recordAddrs(ip) {
-			add(subnetOf(ip.Spec.Subnet, "", a), a, claimant{hold: vipUsed.hold(h, a, ip.Name), rank: rankIPRecord, key: ip.Name})
-		}
+		eachRecordAddr(ip, func(a netip.Addr) {
+			add(subnetOf(ip.Spec.Subnet, "", a), a, vipUsed.hold(h, a, ip.Name))
+		})
 	}
-	for _, pt := range in.Ports {
+	for _, i := range byKey(len(in.Ports), func(i int) string { return in.Ports[i].Name }) {
+		pt := &in.Ports[i]
 		h := ipam.Hold{Source: "port " + pt.Name}
 		h.MAC, _ = ipam.ParseMAC(pt.MAC)
 		if pt.Pod != "" {
@@ -252,22 +278,16 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 				continue
 			}
 			a = a.Unmap()
-			add(subnetOf(pt.Switch, "", a), a, claimant{hold: vipUsed.hold(h, a, pt.Name), rank: rankPort, key: pt.Name})
+			add(subnetOf(pt.Switch, "", a), a, vipUsed.hold(h, a, pt.Name))
 		}
 	}
 
-	out := make(Holds, len(all))
 	var conflicts []HoldConflict
-	for subnet, addrs := range all {
-		m := make(map[netip.Addr]ipam.Hold, len(addrs))
-		for a, sl := range addrs {
-			m[a] = sl.best.hold
-			if len(sl.others) > 0 {
-				sort.Strings(sl.others)
-				conflicts = append(conflicts, HoldConflict{Subnet: subnet, Addr: a, Kept: sl.best.hold.Source, Others: sl.others})
-			}
+	for subnet, byAddr := range others {
+		for a, srcs := range byAddr {
+			sort.Strings(srcs)
+			conflicts = append(conflicts, HoldConflict{Subnet: subnet, Addr: a, Kept: out[subnet][a].Source, Others: srcs})
 		}
-		out[subnet] = m
 	}
 	sort.Slice(conflicts, func(i, j int) bool {
 		if conflicts[i].Subnet != conflicts[j].Subnet {
@@ -278,15 +298,16 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	return out, conflicts
 }
 
-// before orders two claimants of one address: the winner first.
-func before(a, b claimant) bool {
-	if a.rank != b.rank {
-		return a.rank < b.rank
+// byKey is the indexes 0..n-1 in the order of their keys: the order
+// holders of one rank are visited in. The stable sort keeps rows of one
+// name (there should be none) in their given order.
+func byKey(n int, key func(int) string) []int32 {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
 	}
-	if !a.created.Equal(b.created) {
-		return a.created.Before(b.created)
-	}
-	return a.key < b.key
+	slices.SortStableFunc(idx, func(x, y int32) int { return strings.Compare(key(int(x)), key(int(y))) })
+	return idx
 }
 
 // sameHolder reports whether two holds let the same owner claim.
@@ -315,10 +336,9 @@ func holdsAddresses(p *corev1.Pod, now time.Time) bool {
 	return sts
 }
 
-// annotatedProviders are the providers the pod's annotations say were
-// allocated, sorted.
-func annotatedProviders(p *corev1.Pod) []string {
-	var out []string
+// appendAnnotatedProviders appends to out the providers the pod's
+// annotations say were allocated, sorted.
+func appendAnnotatedProviders(out []string, p *corev1.Pod) []string {
 	for k, v := range p.Annotations {
 		provider, ok := strings.CutSuffix(k, ".kubernetes.io/"+KeyAllocated)
 		if v != "true" || !ok || provider == "" {
@@ -330,19 +350,55 @@ func annotatedProviders(p *corev1.Pod) []string {
 	return out
 }
 
-// recordAddrs are the addresses an IP record names.
-func recordAddrs(ip *kubeovnv1.IP) []netip.Addr {
-	var out []netip.Addr
-	seen := map[netip.Addr]bool{}
-	for _, s := range append([]string{ip.Spec.V4IPAddress, ip.Spec.V6IPAddress}, strings.Split(ip.Spec.IPAddress, ",")...) {
-		a, err := netip.ParseAddr(strings.TrimSpace(s))
-		if err != nil || seen[a.Unmap()] {
-			continue
-		}
-		seen[a.Unmap()] = true
-		out = append(out, a.Unmap())
+// providerKeys are the annotation keys CollectHolds reads, by provider,
+// built once per pass rather than once per pod.
+type providerKeys map[string]*annotationKeys
+
+type annotationKeys struct{ ip, mac, ls string }
+
+func (pk providerKeys) of(provider string) *annotationKeys {
+	k := pk[provider]
+	if k == nil {
+		k = &annotationKeys{ip: Key(provider, KeyIPAddress), mac: Key(provider, KeyMACAddress), ls: Key(provider, KeyLogicalSwitch)}
+		pk[provider] = k
 	}
-	return out
+	return k
+}
+
+// eachRecordAddr calls f with every address an IP record names, each
+// once: its v4 and v6 fields and the comma-separated list. It allocates
+// nothing.
+func eachRecordAddr(ip *kubeovnv1.IP, f func(netip.Addr)) {
+	var seen [4]netip.Addr
+	n := 0
+	one := func(s string) {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return
+		}
+		a = a.Unmap()
+		for _, b := range seen[:n] {
+			if a == b {
+				return
+			}
+		}
+		if n < len(seen) {
+			seen[n] = a
+			n++
+		}
+		f(a)
+	}
+	one(ip.Spec.V4IPAddress)
+	one(ip.Spec.V6IPAddress)
+	for rest := ip.Spec.IPAddress; rest != ""; {
+		var s string
+		s, rest, _ = strings.Cut(rest, ",")
+		one(s)
+	}
 }
 
 type subnetPrefixes struct {

@@ -459,7 +459,8 @@ func (r *Subnets) claimed(subnet string, a netip.Addr) bool {
 	if r.lister == nil {
 		return false
 	}
-	_, err := r.lister.Get(v1alpha1.ClaimName(subnet, a))
+	var buf [80]byte
+	_, err := r.lister.Get(string(v1alpha1.AppendClaimName(buf[:0], subnet, a)))
 	return err == nil
 }
 

@@ -93,10 +93,19 @@ type AddressClaimList struct {
 // trailing "::") are not allowed in an object name. The address part is
 // recognisable from the right, so distinct pairs give distinct names.
 func ClaimName(subnet string, addr netip.Addr) string {
+	var buf [80]byte
+	return string(AppendClaimName(buf[:0], subnet, addr))
+}
+
+// AppendClaimName appends ClaimName(subnet, addr) to b: a caller that
+// looks many names up (a cache read per address) builds each in one
+// buffer.
+func AppendClaimName(b []byte, subnet string, addr netip.Addr) []byte {
 	addr = addr.Unmap()
+	b = append(append(b, subnet...), '.')
 	if addr.Is4() {
-		return subnet + "." + addr.String()
+		return addr.AppendTo(b)
 	}
-	b := addr.As16()
-	return subnet + "." + hex.EncodeToString(b[:])
+	a := addr.As16()
+	return hex.AppendEncode(b, a[:])
 }
