@@ -2,7 +2,10 @@ package reconcile
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,6 +121,53 @@ func TestCollectHolds(t *testing.T) {
 	if len(conflicts) != 2 || conflicts[0].Addr.String() != "10.16.0.7" || conflicts[0].Kept != "pod ns/with-port" ||
 		conflicts[1].Addr.String() != "10.16.0.8" || conflicts[1].Kept != "pod ns/b" || conflicts[1].Others[0] != "pod ns/a" {
 		t.Errorf("conflicts = %+v", conflicts)
+	}
+}
+
+// TestCollectHoldsAnyOrder: the holds and conflicts do not depend on the
+// order the caches list pods, IP records, Vips and ports in (each replica
+// lists its own caches), three holders disputing one address and two pods
+// naming one included.
+func TestCollectHoldsAnyOrder(t *testing.T) {
+	in := holdBenchInputs(200)
+	// Two more IP records and a port naming p00001's address, and a
+	// younger pod naming p00002's.
+	a1, a2 := in.Ports[1].IPs[0], in.Ports[2].IPs[0]
+	in.IPs = append(in.IPs,
+		&kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: "zz.ns"}, Spec: kubeovnv1.IPSpec{PodName: "zz", Namespace: "ns", Subnet: "s", IPAddress: a1}},
+		&kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: "yy.ns"}, Spec: kubeovnv1.IPSpec{PodName: "yy", Namespace: "ns", Subnet: "s", IPAddress: a1}})
+	// Three IP records and no pod name 10.0.9.9, two of them for one pod:
+	// both lose to the first by name, whatever order they come in.
+	for _, r := range [][2]string{{"c.ns", "r"}, {"b.ns", "r"}, {"a.ns", "q"}} {
+		in.IPs = append(in.IPs, &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: r[0]}, Spec: kubeovnv1.IPSpec{PodName: r[1], Namespace: "ns", Subnet: "s", IPAddress: "10.0.9.9"}})
+	}
+	in.Ports = append(in.Ports, ovn.PortAddress{Name: "xx.ns", Switch: "s", Pod: "ns/xx", IPs: []string{a1}})
+	in.Pods = append(in.Pods, holdPod("young", 1000, kubeOVNAnnotations("ovn", "s", a2, "")))
+	in.Vips = []*kubeovnv1.Vip{
+		{ObjectMeta: metav1.ObjectMeta{Name: "v1"}, Spec: kubeovnv1.VipSpec{Subnet: "s"}, Status: kubeovnv1.VipStatus{V4ip: "10.0.9.1"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "v2"}, Spec: kubeovnv1.VipSpec{Subnet: "s"}, Status: kubeovnv1.VipStatus{V4ip: "10.0.9.1"}},
+	}
+	holds, conflicts := CollectHolds(in)
+	if h := holds["s"][netip.MustParseAddr(a1)]; h.Source != "pod ns/p00001" {
+		t.Fatalf("%s kept by %q, want the pod", a1, h.Source)
+	}
+	if h := holds["s"][netip.MustParseAddr(a2)]; h.Source != "pod ns/p00002" {
+		t.Fatalf("%s kept by %q, want the older pod", a2, h.Source)
+	}
+	if len(conflicts) != 4 || len(conflicts[0].Others) != 3 || conflicts[3].Kept != "IP record a.ns" ||
+		!slices.Equal(conflicts[3].Others, []string{"IP record b.ns", "IP record c.ns"}) {
+		t.Fatalf("conflicts = %+v, want four: %s with three others, 10.0.9.9 kept by a.ns with b.ns and c.ns", conflicts, a1)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		rng.Shuffle(len(in.Pods), func(i, j int) { in.Pods[i], in.Pods[j] = in.Pods[j], in.Pods[i] })
+		rng.Shuffle(len(in.IPs), func(i, j int) { in.IPs[i], in.IPs[j] = in.IPs[j], in.IPs[i] })
+		rng.Shuffle(len(in.Ports), func(i, j int) { in.Ports[i], in.Ports[j] = in.Ports[j], in.Ports[i] })
+		rng.Shuffle(len(in.Vips), func(i, j int) { in.Vips[i], in.Vips[j] = in.Vips[j], in.Vips[i] })
+		h, c := CollectHolds(in)
+		if !reflect.DeepEqual(h, holds) || !reflect.DeepEqual(c, conflicts) {
+			t.Fatalf("another order gave other holds or conflicts:\n%+v\nwant\n%+v", c, conflicts)
+		}
 	}
 }
 
