@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -11,8 +13,36 @@ import (
 // ClaimsByPodIndex is the AddressClaim informer index from a pod key
 // ("namespace/name") to the claims held for that pod: by the pod itself,
 // retained for it as a StatefulSet pod, or held by a KubeVirt VM, whose
-// key is "namespace/<vm>".
+// key is "namespace/<vm>". The index is by a bucket of the pod key
+// (claimBuckets of them), not by the key itself: an index value per pod
+// is a set per pod, about 220 bytes for its one or two claims (11 MB of
+// every replica's heap at 50,000 pods); claimsOf reads the bucket and
+// keeps the pod's own.
 const ClaimsByPodIndex = "shardnet-pod"
+
+// claimBuckets is how many buckets ClaimsByPodIndex spreads the pod keys
+// over: at 50,000 pods a dozen claims to look through per read.
+const claimBuckets = 1 << 12
+
+// bucketNames are the index values of the buckets, made once.
+var bucketNames = func() []string {
+	out := make([]string, claimBuckets)
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
+// claimBucket is the ClaimsByPodIndex value of a pod key: its 32-bit
+// FNV-1a hash, modulo claimBuckets.
+func claimBucket(podKey string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(podKey); i++ {
+		h ^= uint32(podKey[i])
+		h *= 16777619
+	}
+	return bucketNames[h%claimBuckets]
+}
 
 // ClaimPodKey is the pod (or VM) key a claim is held for, or "" for
 // owners that are neither (Vips).
@@ -32,21 +62,50 @@ func ClaimIndexers() cache.Indexers {
 			return nil, fmt.Errorf("not an AddressClaim: %T", obj)
 		}
 		if k := ClaimPodKey(c); k != "" {
-			return []string{k}, nil
+			return []string{claimBucket(k)}, nil
 		}
 		return nil, nil
 	}}
 }
 
+// claimHeldFor reports whether c is held for the pod (or VM) key, as
+// ClaimPodKey(c) == key, without building the claim's key.
+func claimHeldFor(c *v1alpha1.AddressClaim, key string) bool {
+	switch c.Spec.Owner.Kind {
+	case v1alpha1.OwnerPod, v1alpha1.OwnerStatefulSetPod, v1alpha1.OwnerVM:
+		ns, name, ok := strings.Cut(key, "/")
+		return ok && c.Spec.Owner.Namespace == ns && c.Spec.Owner.Name == name
+	}
+	return false
+}
+
+// ClaimPodKeys are the pod (and VM) keys that claims in the cache are
+// held for, each once.
+func ClaimPodKeys(idx cache.Indexer) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range idx.List() {
+		c, ok := o.(*v1alpha1.AddressClaim)
+		if !ok {
+			continue
+		}
+		if k := ClaimPodKey(c); k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // claimsOf returns the claims indexed under a pod key.
 func claimsOf(idx cache.Indexer, key string) []*v1alpha1.AddressClaim {
-	objs, err := idx.ByIndex(ClaimsByPodIndex, key)
+	objs, err := idx.ByIndex(ClaimsByPodIndex, claimBucket(key))
 	if err != nil {
 		return nil
 	}
-	out := make([]*v1alpha1.AddressClaim, 0, len(objs))
+	var out []*v1alpha1.AddressClaim
 	for _, o := range objs {
-		if c, ok := o.(*v1alpha1.AddressClaim); ok {
+		if c, ok := o.(*v1alpha1.AddressClaim); ok && claimHeldFor(c, key) {
 			out = append(out, c)
 		}
 	}
