@@ -60,7 +60,11 @@
 // also reports its longest stall: the longest time no pod became done
 // while created pods waited (a plateau of the timeline, from the pods'
 // own times), beside the raw ceiling's in the same run, so that a stall
-// of the API server is told from one of shardnet. Where a pod's time goes
+// of the API server is told from one of shardnet, and the watches the API
+// server closed during the create phase as too slow to read
+// (apiserver_terminated_watchers_total, by resource): the bench sees a
+// pod done through its own watch, so a closed watch of its shows as a
+// plateau however fast the replicas were. Where a pod's time goes
 // starts with the bench's own create requests and its watch's delay after
 // them, then the replicas' queue wait and reconcile stages. Check compares
 // a result's ratios (never absolute times) with committed thresholds:

@@ -96,8 +96,14 @@ func Markdown(r *Result) string {
 	}
 	if three, ok := r.Scenario("shardnet-3"); ok {
 		fmt.Fprintf(&b, "- longest stall of shardnet (3 replicas): **%.2f s**, %.2f s after the first create (goal <= 1 s)", three.StallSeconds, three.StallAtSeconds)
+		if len(three.ClosedWatches) > 0 {
+			fmt.Fprintf(&b, "; the API server closed %s meanwhile as too slow to read (their events, the bench's own included, arrived late and at once)", closedWatchesText(three.ClosedWatches))
+		}
 		if raw, ok := r.Scenario("raw"); ok {
 			fmt.Fprintf(&b, "; the raw ceiling's in the same run: %.2f s, %.2f s after its first create", raw.StallSeconds, raw.StallAtSeconds)
+			if len(raw.ClosedWatches) > 0 {
+				fmt.Fprintf(&b, ", with %s closed", closedWatchesText(raw.ClosedWatches))
+			}
 		}
 		b.WriteString("\n")
 	}

@@ -88,6 +88,14 @@ type Scenario struct {
 	// began, from the first create.
 	StallSeconds   float64 `json:"stallSeconds"`
 	StallAtSeconds float64 `json:"stallAtSeconds"`
+	// ClosedWatches are the watches the API server closed during the
+	// create phase because their client read too slowly, by resource
+	// (apiserver_terminated_watchers_total): the events of a closed watch
+	// arrive late and at once when its client watches again, the bench's
+	// own pod watch's as a plateau of the timeline, a replica's as a
+	// cache that lags. Empty when none was closed; absent when the API
+	// server's metrics could not be read.
+	ClosedWatches map[string]int `json:"closedWatches,omitempty"`
 	// Latencies are every pod's create-to-annotated time, sorted, in ms.
 	Latencies []float64 `json:"latenciesMs"`
 	// Restarts are the restarts of every replica after the pods were

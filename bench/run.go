@@ -519,10 +519,12 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	tmpl := podTemplate{namespace: benchNS, nodes: nodes, annotations: podAnnotations, perPod: perPod}
 	routing := cfg.routingProfiles(ctx, sp, kube, procs)
 	cpu0 := phaseCPU(kube, procs)
+	closed0 := closedWatches(ctx, kube.Client)
 	if err := drive(ctx, cfg, sp, kube.Client, tmpl, obs, &sc); err != nil {
 		return sc, err
 	}
 	sc.CPUMsPerPod = phaseCPU(kube, procs).perPodSince(cpu0, cfg.Pods)
+	sc.ClosedWatches = closedSince(closed0, closedWatches(ctx, kube.Client))
 	routing.Wait()
 	after := scrapeAll(procs)
 	sc.Stages = append(obs.apiStages(), stageLatencies(stagesBefore, scrapeStages(procs))...)
