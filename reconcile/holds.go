@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"cmp"
+	"math"
 	"net/netip"
 	"slices"
 	"sort"
@@ -158,7 +159,14 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 				holderOf[key] = vmKey
 			}
 		}
-		live = append(live, livePod{p, key, p.CreationTimestamp.UnixNano()})
+		// A pod without a creation time counts as the oldest, as
+		// time.Time's order has it (UnixNano of the zero time is not
+		// defined).
+		created := int64(math.MinInt64)
+		if !p.CreationTimestamp.IsZero() {
+			created = p.CreationTimestamp.UnixNano()
+		}
+		live = append(live, livePod{p, key, created})
 	}
 	// The older pod first, then by name.
 	slices.SortFunc(live, func(x, y livePod) int {

@@ -143,6 +143,10 @@ func TestCollectHoldsAnyOrder(t *testing.T) {
 	}
 	in.Ports = append(in.Ports, ovn.PortAddress{Name: "xx.ns", Switch: "s", Pod: "ns/xx", IPs: []string{a1}})
 	in.Pods = append(in.Pods, holdPod("young", 1000, kubeOVNAnnotations("ovn", "s", a2, "")))
+	// A pod without a creation time is the older of two naming 10.0.9.7.
+	undated := holdPod("undated", 0, kubeOVNAnnotations("ovn", "s", "10.0.9.7", ""))
+	undated.CreationTimestamp = metav1.Time{}
+	in.Pods = append(in.Pods, undated, holdPod("dated", 5, kubeOVNAnnotations("ovn", "s", "10.0.9.7", "")))
 	in.Vips = []*kubeovnv1.Vip{
 		{ObjectMeta: metav1.ObjectMeta{Name: "v1"}, Spec: kubeovnv1.VipSpec{Subnet: "s"}, Status: kubeovnv1.VipStatus{V4ip: "10.0.9.1"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "v2"}, Spec: kubeovnv1.VipSpec{Subnet: "s"}, Status: kubeovnv1.VipStatus{V4ip: "10.0.9.1"}},
@@ -154,9 +158,12 @@ func TestCollectHoldsAnyOrder(t *testing.T) {
 	if h := holds["s"][netip.MustParseAddr(a2)]; h.Source != "pod ns/p00002" {
 		t.Fatalf("%s kept by %q, want the older pod", a2, h.Source)
 	}
-	if len(conflicts) != 4 || len(conflicts[0].Others) != 3 || conflicts[3].Kept != "IP record a.ns" ||
-		!slices.Equal(conflicts[3].Others, []string{"IP record b.ns", "IP record c.ns"}) {
-		t.Fatalf("conflicts = %+v, want four: %s with three others, 10.0.9.9 kept by a.ns with b.ns and c.ns", conflicts, a1)
+	if h := holds["s"][netip.MustParseAddr("10.0.9.7")]; h.Source != "pod ns/undated" {
+		t.Fatalf("10.0.9.7 kept by %q, want the pod without a creation time", h.Source)
+	}
+	if len(conflicts) != 5 || len(conflicts[0].Others) != 3 || conflicts[4].Kept != "IP record a.ns" ||
+		!slices.Equal(conflicts[4].Others, []string{"IP record b.ns", "IP record c.ns"}) {
+		t.Fatalf("conflicts = %+v, want five: %s with three others, 10.0.9.9 kept by a.ns with b.ns and c.ns", conflicts, a1)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20 {
