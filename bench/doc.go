@@ -64,7 +64,9 @@
 // server closed during the create phase as too slow to read
 // (apiserver_terminated_watchers_total, by resource): the bench sees a
 // pod done through its own watch, so a closed watch of its shows as a
-// plateau however fast the replicas were. Where a pod's time goes
+// plateau however fast the replicas were. That watch is over protobuf on
+// a connection of its own, as a cluster's kubelets watch pods (the API
+// server encodes pod events as protobuf there whatever the replicas do). Where a pod's time goes
 // starts with the bench's own create requests and its watch's delay after
 // them, then the replicas' queue wait and reconcile stages. Check compares
 // a result's ratios (never absolute times) with committed thresholds:
