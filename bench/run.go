@@ -493,9 +493,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	// while here, with the observer and kwok on JSON, they did; and on the
 	// creates' connection its watch stream waited behind their frames.
 	obs := newScenarioObserver(cfg.Pods, sp)
-	oc := rest.CopyConfig(kube.Config)
-	oc.Dial = (&net.Dialer{}).DialContext
-	obsClient, err := kubernetes.NewForConfig(controller.Protobuf(oc))
+	obsClient, err := kubernetes.NewForConfig(controller.Protobuf(ownConnection(kube.Config)))
 	if err != nil {
 		return sc, err
 	}
@@ -666,12 +664,10 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			rc := rest.CopyConfig(kube.Config)
-			rc.DisableCompression = true
 			// As a replica loads them: pods over protobuf (the custom
-			// resources have only JSON), on a connection of its own (a
-			// Dial of its own keeps client-go from sharing the bench's).
-			rc.Dial = (&net.Dialer{}).DialContext
+			// resources have only JSON), on a connection of its own.
+			rc := ownConnection(kube.Config)
+			rc.DisableCompression = true
 			kc, err := kubernetes.NewForConfig(controller.Protobuf(rc))
 			if err != nil {
 				errs <- err
@@ -846,6 +842,14 @@ func (cfg Config) apiServerProfile(ctx context.Context, kube *harness.Kube, name
 		return
 	}
 	cfg.saveProfile(name, bytes.NewReader(b))
+}
+
+// ownConnection is a copy of c whose clients use a connection of their
+// own: a Dial of its own keeps client-go from sharing the bench's.
+func ownConnection(c *rest.Config) *rest.Config {
+	rc := rest.CopyConfig(c)
+	rc.Dial = (&net.Dialer{}).DialContext
+	return rc
 }
 
 // restartAll stops every replica at once (SIGTERM to each, as deleting

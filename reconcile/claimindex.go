@@ -47,11 +47,20 @@ func claimBucket(podKey string) string {
 // ClaimPodKey is the pod (or VM) key a claim is held for, or "" for
 // owners that are neither (Vips).
 func ClaimPodKey(c *v1alpha1.AddressClaim) string {
+	if !heldForPod(c) {
+		return ""
+	}
+	return c.Spec.Owner.Namespace + "/" + c.Spec.Owner.Name
+}
+
+// heldForPod reports whether c's owner is a pod (or VM) key's: a pod, a
+// StatefulSet pod's retained addresses, a KubeVirt VM.
+func heldForPod(c *v1alpha1.AddressClaim) bool {
 	switch c.Spec.Owner.Kind {
 	case v1alpha1.OwnerPod, v1alpha1.OwnerStatefulSetPod, v1alpha1.OwnerVM:
-		return c.Spec.Owner.Namespace + "/" + c.Spec.Owner.Name
+		return true
 	}
-	return ""
+	return false
 }
 
 // ClaimIndexers are the indexers to add to the AddressClaim informer.
@@ -71,30 +80,20 @@ func ClaimIndexers() cache.Indexers {
 // claimHeldFor reports whether c is held for the pod (or VM) key, as
 // ClaimPodKey(c) == key, without building the claim's key.
 func claimHeldFor(c *v1alpha1.AddressClaim, key string) bool {
-	switch c.Spec.Owner.Kind {
-	case v1alpha1.OwnerPod, v1alpha1.OwnerStatefulSetPod, v1alpha1.OwnerVM:
-		ns, name, ok := strings.Cut(key, "/")
-		return ok && c.Spec.Owner.Namespace == ns && c.Spec.Owner.Name == name
-	}
-	return false
+	ns, name, ok := strings.Cut(key, "/")
+	return ok && heldForPod(c) && c.Spec.Owner.Namespace == ns && c.Spec.Owner.Name == name
 }
 
-// ClaimPodKeys are the pod (and VM) keys that claims in the cache are
-// held for, each once.
-func ClaimPodKeys(idx cache.Indexer) []string {
-	seen := map[string]bool{}
-	var out []string
+// EachClaimPodKey calls f with the pod (or VM) key of every cached claim
+// held for one: once per claim, so a key with two claims comes twice.
+func EachClaimPodKey(idx cache.Indexer, f func(key string)) {
 	for _, o := range idx.List() {
-		c, ok := o.(*v1alpha1.AddressClaim)
-		if !ok {
-			continue
-		}
-		if k := ClaimPodKey(c); k != "" && !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+		if c, ok := o.(*v1alpha1.AddressClaim); ok {
+			if k := ClaimPodKey(c); k != "" {
+				f(k)
+			}
 		}
 	}
-	return out
 }
 
 // claimsOf returns the claims indexed under a pod key.

@@ -21,7 +21,7 @@ func indexClaim(i int, kind string) *v1alpha1.AddressClaim {
 
 // TestClaimsOf: a pod's claims come back from the bucketed index, those
 // of every other pod of its bucket and of owners that are not pods (Vips)
-// do not, and ClaimPodKeys lists every pod and VM key once.
+// do not, and EachClaimPodKey visits every pod and VM key, once a claim.
 func TestClaimsOf(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, ClaimIndexers())
 	const n = 3 * claimBuckets // every bucket holds several pods
@@ -56,8 +56,10 @@ func TestClaimsOf(t *testing.T) {
 	if got := claimsOf(idx, "other/p00009"); len(got) != 0 {
 		t.Errorf("claims of other/p00009 = %v, want none", names(got))
 	}
-	if keys := ClaimPodKeys(idx); len(keys) != n {
-		t.Errorf("ClaimPodKeys: %d keys, want %d", len(keys), n)
+	keys := map[string]int{}
+	EachClaimPodKey(idx, func(k string) { keys[k]++ })
+	if len(keys) != n || keys["ns/p00007"] != 2 {
+		t.Errorf("EachClaimPodKey: %d keys, ns/p00007 %d times; want %d keys, ns/p00007 twice", len(keys), keys["ns/p00007"], n)
 	}
 }
 

@@ -50,9 +50,7 @@ func NewGC(c *Caches, portPods func() []string, grace time.Duration) *GC {
 // been orphaned for at least the grace period.
 func (g *GC) Pass(now time.Time, owned func(key string) bool) []string {
 	candidates := map[string]bool{}
-	for _, k := range ClaimPodKeys(g.caches.ClaimIndex()) {
-		candidates[k] = true
-	}
+	EachClaimPodKey(g.caches.ClaimIndex(), func(k string) { candidates[k] = true })
 	// Keys of KubeVirt VMs: their port and IP record are named by the VM,
 	// never by a pod, and outlive every launcher pod (kube-ovn keeps them
 	// until the VM goes). Unless the VM cache can tell whether the VM is
