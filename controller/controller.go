@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/queue"
 	"github.com/shardnet/shardnet/shard"
@@ -72,7 +71,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	crds, err := versioned.NewForConfig(rc)
+	crds, err := CRDClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building the CRD client: %w", err)
 	}

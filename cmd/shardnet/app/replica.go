@@ -96,7 +96,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	if r.kube, err = kubernetes.NewForConfig(controller.Protobuf(rc)); err != nil {
 		return nil, err
 	}
-	if r.sn, err = versioned.NewForConfig(rc); err != nil {
+	if r.sn, err = controller.CRDClient(rc); err != nil {
 		return nil, err
 	}
 	if reg == nil {
