@@ -291,3 +291,17 @@ func containsAll(have, want []string) bool {
 	}
 	return true
 }
+
+// Ports handed to replicas are never handed out twice, even when the
+// system gives the same free port again.
+func TestReplicaPortsFresh(t *testing.T) {
+	next := []int{5, 5, 6, 5, 6, 7}
+	s := portSet{free: func(harness.TB) int { p := next[0]; next = next[1:]; return p }, given: map[int]bool{}}
+	var got []int
+	for range 3 {
+		got = append(got, s.fresh(t))
+	}
+	if want := []int{5, 6, 7}; !slices.Equal(got, want) {
+		t.Fatalf("ports %v, want %v", got, want)
+	}
+}

@@ -905,6 +905,9 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 		}
 		all := true
 		for i, rp := range procs {
+			if rp.hasExited() {
+				return nil, nil, fmt.Errorf("replica shardnet-%d exited during restart %d (see its log in %s)", i, len(old), filepath.Join(cfg.Out, "logs"))
+			}
 			if !ready[i] {
 				ready[i] = rp.ready()
 				all = all && ready[i]
@@ -1517,7 +1520,11 @@ func (rp *replicaProc) listening(timeout time.Duration) error {
 		}
 		if resp, err := http.Get("http://" + rp.healthAddr + "/healthz"); err == nil {
 			resp.Body.Close()
-			return nil
+			// A replica's health listener answers 200 or 503; a 404
+			// is some other listener on the port.
+			if resp.StatusCode != http.StatusNotFound {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("health listener %s not up within %s", rp.healthAddr, timeout)
@@ -1528,9 +1535,9 @@ func (rp *replicaProc) listening(timeout time.Duration) error {
 
 func startReplicaOnce(p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, i int) (*replicaProc, error) {
 	rp := &replicaProc{
-		metricsAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
-		healthAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
-		pprofAddr:   fmt.Sprintf("127.0.0.1:%d", harness.FreePort(p)),
+		metricsAddr: fmt.Sprintf("127.0.0.1:%d", replicaPorts.fresh(p)),
+		healthAddr:  fmt.Sprintf("127.0.0.1:%d", replicaPorts.fresh(p)),
+		pprofAddr:   fmt.Sprintf("127.0.0.1:%d", replicaPorts.fresh(p)),
 	}
 	args := []string{"controller",
 		"--kubeconfig=" + kube.Kubeconfig,
@@ -1591,10 +1598,8 @@ func startReplicaOnce(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 // stop interrupts the replica and waits for it to exit (killing it after
 // 15 s); calling it again is a no-op.
 func (rp *replicaProc) stop() {
-	select {
-	case <-rp.exited:
+	if rp.hasExited() {
 		return
-	default:
 	}
 	_ = rp.cmd.Process.Signal(os.Interrupt)
 	select {
@@ -1602,6 +1607,43 @@ func (rp *replicaProc) stop() {
 	case <-time.After(15 * time.Second):
 		_ = rp.cmd.Process.Kill()
 		<-rp.exited
+	}
+}
+
+// hasExited reports whether the replica's process has been waited for.
+func (rp *replicaProc) hasExited() bool {
+	select {
+	case <-rp.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// replicaPorts are the loopback ports handed to replicas in this process.
+// A free port is found by binding port 0 and closing it, so the replicas
+// of a scenario, started at once, could each be handed the same one; the
+// replica that lost the bind exited, and looked up through the winner's
+// listener (a restart waited its whole bound for it).
+var replicaPorts = portSet{free: harness.FreePort, given: map[int]bool{}}
+
+type portSet struct {
+	free  func(harness.TB) int
+	mu    sync.Mutex
+	given map[int]bool
+}
+
+// fresh returns a free loopback port never handed out before by s.
+func (s *portSet) fresh(t harness.TB) int {
+	for {
+		port := s.free(t)
+		s.mu.Lock()
+		if !s.given[port] {
+			s.given[port] = true
+			s.mu.Unlock()
+			return port
+		}
+		s.mu.Unlock()
 	}
 }
 
