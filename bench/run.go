@@ -906,7 +906,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 		all := true
 		for i, rp := range procs {
 			if rp.hasExited() {
-				return nil, nil, fmt.Errorf("replica shardnet-%d exited during restart %d (see its log in %s)", i, len(old), filepath.Join(cfg.Out, "logs"))
+				return nil, nil, fmt.Errorf("replica shardnet-%d exited during the restart (see its log in %s)", i, filepath.Join(cfg.Out, "logs"))
 			}
 			if !ready[i] {
 				ready[i] = rp.ready()
