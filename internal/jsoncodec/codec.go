@@ -164,7 +164,7 @@ func splitEvent(data []byte) (typ string, obj []byte, ok bool) {
 
 // members calls f with each key (without its quotes) and raw value of the
 // top-level JSON object data, in order, and reports whether data was an
-// object whose keys are all plain ASCII and f returned true for each.
+// object whose keys are all plain (see plain) and f returned true for each.
 // Values are delimited by following strings and brackets only: for valid
 // JSON that is exact, and invalid JSON is caught by the decode that reads
 // the values.
@@ -186,10 +186,8 @@ func members(data []byte, f func(key, val []byte) bool) bool {
 			return false
 		}
 		key := data[i+1 : i+1+end]
-		for _, c := range key {
-			if c == '\\' || c < 0x20 || c >= 0x80 {
-				return false
-			}
+		if !plain(key) {
+			return false
 		}
 		i = skipSpace(data, i+2+end)
 		if i >= len(data) || data[i] != ':' {
@@ -281,19 +279,24 @@ func skipString(data []byte, i int) (int, bool) {
 	}
 }
 
-// plainString returns the content of the JSON string val when it has no
-// escapes and only printable ASCII, which decodes to itself.
+// plainString returns the content of the JSON string val when it is
+// plain.
 func plainString(val []byte) (string, bool) {
-	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' || !plain(val[1:len(val)-1]) {
 		return "", false
 	}
-	s := val[1 : len(val)-1]
+	return string(val[1 : len(val)-1]), true
+}
+
+// plain reports whether the content of a JSON string has no escapes and
+// only printable ASCII, so that it decodes to itself.
+func plain(s []byte) bool {
 	for _, c := range s {
 		if c == '\\' || c == '"' || c < 0x20 || c >= 0x7f {
-			return "", false
+			return false
 		}
 	}
-	return string(s), true
+	return true
 }
 
 // asciiFold reports whether the ASCII key equals name without regard to
