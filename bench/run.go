@@ -1664,8 +1664,11 @@ func (rp *replicaProc) ready() bool {
 // every shard has an owner.
 func waitReady(ctx context.Context, procs []*replicaProc, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for _, rp := range procs {
+	for i, rp := range procs {
 		for !rp.ready() {
+			if rp.hasExited() {
+				return fmt.Errorf("replica shardnet-%d exited before it was ready", i)
+			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return fmt.Errorf("replica on %s not ready", rp.healthAddr)
 			}
