@@ -3,6 +3,7 @@ package ovn
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -123,3 +124,73 @@ func (m *benchMetrics) ObserveTransaction(_ int, requests, _ int, latency time.D
 }
 
 func (m *benchMetrics) ObserveSplit(int) {}
+
+// BenchmarkEnsurePortNoop measures the Northbound reads of a reconcile
+// that finds a pod's port as it should be, in one run: the key's ports by
+// their external_ids:pod (the plan's read), then the port built from that
+// row (EnsurePortFrom), against the same with the port and its switch
+// searched again (Port, then EnsurePort). A restart reconciles every pod
+// this way once.
+//
+//	go test -run '^$' -bench EnsurePortNoop ./ovn
+func BenchmarkEnsurePortNoop(b *testing.B) {
+	const ports = 2000
+	nb := harness.StartNB(b)
+	c := connect(b, []string{nb.Endpoint}, false)
+	makeSwitch(b, c, "bulk")
+	for i := 0; i < ports; i += 100 {
+		var ops []ovsdb.Operation
+		for j := i; j < i+100; j++ {
+			pops, _, err := c.EnsurePort(bulkPort(j))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ops = append(ops, pops...)
+		}
+		mustTransact(b, c, ops)
+	}
+	eventually(b, "ports in cache", func() bool { _, ok := c.Port(bulkPort(ports - 1).Name); return ok })
+
+	noop := func(ops []ovsdb.Operation, err error) {
+		if err != nil || len(ops) > 0 {
+			b.Fatalf("a port as it should be: %d ops, %v", len(ops), err)
+		}
+	}
+	searched := func(spec PortSpec) {
+		_ = c.PortsByPod(spec.Pod)
+		if _, ok := c.Port(spec.Name); !ok {
+			b.Fatalf("port %s not cached", spec.Name)
+		}
+		ops, _, err := c.EnsurePort(spec)
+		noop(ops, err)
+	}
+	fromRow := func(spec PortSpec) {
+		rows := c.PortsByPod(spec.Pod)
+		if len(rows) != 1 {
+			b.Fatalf("port of %s: %d rows", spec.Pod, len(rows))
+		}
+		ops, _, err := c.EnsurePortFrom(spec, rows[0])
+		noop(ops, err)
+	}
+	measure := func(f func(PortSpec)) (perPort time.Duration, bytes float64) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		for i := range b.N {
+			f(bulkPort(i % ports))
+		}
+		perPort = time.Since(start) / time.Duration(b.N)
+		runtime.ReadMemStats(&after)
+		return perPort, float64(after.TotalAlloc-before.TotalAlloc) / float64(b.N)
+	}
+	b.ResetTimer()
+	st, sb := measure(searched)
+	rt, rb := measure(fromRow)
+	b.StopTimer()
+	b.ReportMetric(float64(st.Nanoseconds()), "searched-ns/port")
+	b.ReportMetric(float64(rt.Nanoseconds()), "from-row-ns/port")
+	b.ReportMetric(sb, "searched-B/port")
+	b.ReportMetric(rb, "from-row-B/port")
+	b.ReportMetric(float64(rt)/float64(st), "from-row/searched")
+}

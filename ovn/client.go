@@ -414,7 +414,9 @@ func lookup[T model.Model](c *Client, table string, conds ...ovsdb.Condition) []
 		return nil
 	}
 	rc := tc.Table(table)
-	if rc == nil {
+	// An empty table (no NAT rules, no source routes in most clusters)
+	// answers without the search's conversions of the conditions.
+	if rc == nil || rc.Len() == 0 {
 		return nil
 	}
 	rows, err := rc.RowsByCondition(conds)

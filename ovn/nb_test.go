@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -925,5 +926,60 @@ func TestOnConnectedRunsBeforeTheLoadAndOnlyOnceConnected(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Errorf("OnConnected called %d times with no server listening, want 0", calls)
+	}
+}
+
+// TestEnsurePortFromRow: ops built from a row the caller read are the ops
+// EnsurePort builds, a port moved to another subnet still reads (and
+// needs) its new switch, and a row of another port is refused.
+func TestEnsurePortFromRow(t *testing.T) {
+	s := standalone(t)
+	c := connect(t, s.endpoints, false)
+	makeSwitch(t, c, "bulk")
+	makeSwitch(t, c, "other")
+	spec := bulkPort(1)
+	ops, _, err := c.EnsurePort(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTransact(t, c, ops)
+	var row *nbdb.LogicalSwitchPort
+	eventually(t, "port in cache", func() bool { var ok bool; row, ok = c.Port(spec.Name); return ok })
+
+	for _, tc := range []struct {
+		name string
+		edit func(*PortSpec)
+		ops  bool
+	}{
+		{"as it is", func(*PortSpec) {}, false},
+		{"another address", func(p *PortSpec) { p.IPs = []string{"10.16.9.9"} }, true},
+		{"another switch", func(p *PortSpec) { p.Switch = "other" }, true},
+	} {
+		want := spec
+		tc.edit(&want)
+		searched, sref, err := c.EnsurePort(want)
+		if err != nil {
+			t.Fatalf("%s: EnsurePort: %v", tc.name, err)
+		}
+		from, fref, err := c.EnsurePortFrom(want, row)
+		if err != nil {
+			t.Fatalf("%s: EnsurePortFrom: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(searched, from) || sref != fref {
+			t.Errorf("%s: from the row %v (%s), searched %v (%s)", tc.name, from, fref, searched, sref)
+		}
+		if (len(from) > 0) != tc.ops {
+			t.Errorf("%s: %d ops", tc.name, len(from))
+		}
+	}
+
+	moved := spec
+	moved.Switch = "missing"
+	if _, _, err := c.EnsurePortFrom(moved, row); !errors.Is(err, ErrNotFound) {
+		t.Errorf("port moved to a switch not in the cache: %v, want ErrNotFound", err)
+	}
+	other := bulkPort(2)
+	if _, _, err := c.EnsurePortFrom(other, row); err == nil {
+		t.Errorf("port %s built from the row of %s: no error", other.Name, row.Name)
 	}
 }

@@ -205,7 +205,8 @@ func vendor(v string) string {
 // are changed by mutation, leaving other writers' keys alone. The Ref names
 // the port for port group ops of the same request.
 //
-// It fails with ErrNotFound when the switch is not in the cache, and with
+// It fails with ErrNotFound when a port it inserts, or moves to another
+// subnet's switch, names a switch that is not in the cache, and with
 // ErrNotReady while the cache is being rebuilt. The insert carries a wait
 // that the switch still exists, so that a switch deleted meanwhile fails the
 // request instead of leaving an unreferenced port for the server to drop.
@@ -216,12 +217,40 @@ func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
 	if err := c.Ready(); err != nil {
 		return nil, "", err
 	}
-	ls, ok := c.Switch(spec.Switch)
-	if !ok {
-		return nil, "", fmt.Errorf("ovn: port %s: switch %s: %w", spec.Name, spec.Switch, ErrNotFound)
+	cur, _ := c.Port(spec.Name)
+	return c.ensurePort(spec, cur)
+}
+
+// EnsurePortFrom is EnsurePort for a caller that has just read the port
+// from this client's cache (Port, PortsByPod): cur is that row, nil when
+// the cache had none, and the cache is not searched for it again. A
+// reconcile that finds nothing to change reads the cache a few times per
+// port; each search costs more than the comparison it serves.
+func (c *Client) EnsurePortFrom(spec PortSpec, cur *nbdb.LogicalSwitchPort) ([]ovsdb.Operation, Ref, error) {
+	if err := spec.validate(); err != nil {
+		return nil, "", fmt.Errorf("ovn: %w", err)
+	}
+	if err := c.Ready(); err != nil {
+		return nil, "", err
+	}
+	if cur != nil && cur.Name != spec.Name {
+		return nil, "", fmt.Errorf("ovn: port %s built from the row of port %s", spec.Name, cur.Name)
+	}
+	return c.ensurePort(spec, cur)
+}
+
+func (c *Client) ensurePort(spec PortSpec, cur *nbdb.LogicalSwitchPort) ([]ovsdb.Operation, Ref, error) {
+	exists := cur != nil
+	// The switch is read only where the ops name it: a port inserted
+	// into it, or moved there from another subnet's switch.
+	var ls *nbdb.LogicalSwitch
+	if !exists || cur.ExternalIDs[ExternalIDSwitch] != spec.Switch {
+		var ok bool
+		if ls, ok = c.Switch(spec.Switch); !ok {
+			return nil, "", fmt.Errorf("ovn: port %s: switch %s: %w", spec.Name, spec.Switch, ErrNotFound)
+		}
 	}
 	addrs, sec, ids := spec.addresses(), spec.portSecurity(), spec.externalIDs()
-	cur, exists := c.Port(spec.Name)
 	var have map[string]string
 	if exists {
 		have = cur.ExternalIDs

@@ -15,6 +15,7 @@ import (
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/ipam"
+	"github.com/shardnet/shardnet/ovn/nbdb"
 )
 
 // View is the read-only snapshot a plan is computed from: informer caches,
@@ -40,6 +41,10 @@ type PortInfo struct {
 	Name string
 	// Switch is the port's external_ids:ls.
 	Switch string
+	// Row is the cached row the view read, read only; nil from a view
+	// without one. The planner does not look at it: the shell builds the
+	// port's ops from it (Plan.Port) instead of searching the cache again.
+	Row *nbdb.LogicalSwitchPort
 }
 
 // Planner decides, from a pod and a View, what each of the pod's networks
@@ -108,6 +113,20 @@ type Plan struct {
 	// VM's active one (no allow_live_migration, R14, or nothing held yet):
 	// they are served once it is the active pod.
 	Waiting []string
+	// Ports are the key's Northbound ports as the view served them.
+	Ports []PortInfo
+}
+
+// Port is the cached row of the port named name among p.Ports; ok is
+// false when the plan did not read one (a port of another pod's key, a
+// view without rows), and the caller reads the cache itself.
+func (p *Plan) Port(name string) (row *nbdb.LogicalSwitchPort, ok bool) {
+	for _, pi := range p.Ports {
+		if pi.Name == name && pi.Row != nil {
+			return pi.Row, true
+		}
+	}
+	return nil, false
 }
 
 // NetworkPlan is one network of a pod, decided up to the address: the
@@ -249,6 +268,7 @@ func (pl *Planner) Plan(in PlanInput) (*Plan, error) {
 	nets, unresolved := pl.networks(pod, p)
 	// One index lookup serves the held subnets and the unplugs.
 	ports := pl.View.PodPorts(key)
+	p.Ports = ports
 	asked := map[string]bool{}
 	shared := in.VM != nil && in.VM.Shared
 	for _, n := range nets {

@@ -67,7 +67,7 @@ const (
 type Northbound interface {
 	Port(name string) (*nbdb.LogicalSwitchPort, bool)
 	PortsByPod(pod string) []*nbdb.LogicalSwitchPort
-	EnsurePort(spec ovn.PortSpec) ([]ovsdb.Operation, ovn.Ref, error)
+	EnsurePortFrom(spec ovn.PortSpec, cur *nbdb.LogicalSwitchPort) ([]ovsdb.Operation, ovn.Ref, error)
 	DeletePort(name string) ([]ovsdb.Operation, error)
 	DeletePodPorts(pod string) ([]ovsdb.Operation, error)
 	DeletePodRouting(pod string) ([]ovsdb.Operation, error)

@@ -314,7 +314,7 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 			continue
 		}
 		w := t.p.planner.Complete(pod, np, al)
-		nops, warns, err := t.networkOps(ctx, pod, w, pod.Spec.NodeName)
+		nops, warns, err := t.networkOps(ctx, pod, plan, w, pod.Spec.NodeName)
 		errs = append(errs, warns...)
 		if err != nil {
 			errs = append(errs, err)
@@ -479,7 +479,7 @@ func (t *Term) allocate(ctx context.Context, pod *corev1.Pod, plan *Plan, np *Ne
 //
 // warns are input errors of the routed phase (an EIP in use, G7) that
 // leave the rest of the network written.
-func (t *Term) networkOps(ctx context.Context, pod *corev1.Pod, w NetworkWrites, node string) (ops []ovsdb.Operation, warns []error, err error) {
+func (t *Term) networkOps(ctx context.Context, pod *corev1.Pod, plan *Plan, w NetworkWrites, node string) (ops []ovsdb.Operation, warns []error, err error) {
 	if w.Port == nil {
 		return nil, nil, nil
 	}
@@ -487,11 +487,17 @@ func (t *Term) networkOps(ctx context.Context, pod *corev1.Pod, w NetworkWrites,
 	if err := dhcpReferences(nb, w); err != nil {
 		return nil, nil, err
 	}
-	cur, cached := nb.Port(w.Port.Name)
+	// The plan read the key's ports a moment ago; a port it did not
+	// find that way (its external_ids:pod is another's) is searched by
+	// name.
+	cur, cached := plan.Port(w.Port.Name)
+	if !cached {
+		cur, cached = nb.Port(w.Port.Name)
+	}
 	if !cached && t.recentlyWritten(w.Port.Name, portFingerprint(w, node)) {
 		return nil, nil, nil
 	}
-	ops, ref, err := nb.EnsurePort(*w.Port)
+	ops, ref, err := nb.EnsurePortFrom(*w.Port, cur)
 	if err != nil {
 		if errors.Is(err, ovn.ErrNotFound) {
 			// The subnet reconciler has not created the switch yet.

@@ -25,7 +25,7 @@ func (v *cacheView) PodPorts(key string) []PortInfo {
 	}
 	out := make([]PortInfo, 0, len(ports))
 	for _, p := range ports {
-		out = append(out, PortInfo{Name: p.Name, Switch: p.ExternalIDs[ovn.ExternalIDSwitch]})
+		out = append(out, PortInfo{Name: p.Name, Switch: p.ExternalIDs[ovn.ExternalIDSwitch], Row: p})
 	}
 	return out
 }
