@@ -852,8 +852,12 @@ func ownConnection(c *rest.Config) *rest.Config {
 	return rc
 }
 
-// firstPassSeconds is the length of a restart's cpu-firstpass profiles.
-const firstPassSeconds = 10
+// A restart's CPU profiles each cover restartProfileSeconds, one after
+// the other until the replicas are steady, at most maxRestartProfiles.
+const (
+	restartProfileSeconds = 30
+	maxRestartProfiles    = 10
+)
 
 // restartAll stops every replica at once (SIGTERM to each, as deleting
 // the StatefulSet's pods together does), starts them again under the same
@@ -878,14 +882,12 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 	}
 	var profiles sync.WaitGroup
 	defer profiles.Wait()
-	// allReady is closed once every replica is ready, steady once the
-	// restart is over, finished when this function returns (deferred
-	// after profiles.Wait, so it runs first).
-	allReady, steady, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	// steady is closed once the restart is over, finished when this
+	// function returns (deferred after profiles.Wait, so it runs first).
+	steady, finished := make(chan struct{}), make(chan struct{})
 	defer close(finished)
 	if profile {
-		const seconds = 30
-		profiles.Go(func() { cfg.apiServerProfile(ctx, kube, "cpu-restart-kube-apiserver.pb.gz", seconds) })
+		profiles.Go(func() { cfg.apiServerProfile(ctx, kube, "cpu-restart-kube-apiserver.pb.gz", restartProfileSeconds) })
 		for i, rp := range procs {
 			profiles.Go(func() {
 				// The endpoint answers a moment after the process starts.
@@ -896,21 +898,23 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
-				cfg.profile(rp.pprofAddr, fmt.Sprintf("cpu-restart-shardnet-%d.pb.gz", i), "profile", seconds)
-				// Where the caches take longer than that profile (a large
-				// run), the way from ready (after the adoption pass) to
-				// steady, the first pass over the pods, gets one of its
-				// own: a process serves one CPU profile at a time.
-				select {
-				case <-allReady:
-				case <-finished:
-					return
-				}
-				select {
-				case <-steady:
-				case <-finished:
-				default:
-					cfg.profile(rp.pprofAddr, fmt.Sprintf("cpu-firstpass-shardnet-%d.pb.gz", i), "profile", firstPassSeconds)
+				// One profile after the other until the restart is over
+				// (a process serves one CPU profile at a time): at 50,000
+				// pods the caches take longer than one, and the adoption
+				// pass and the first pass over the pods come after them.
+				for n := 1; n <= maxRestartProfiles; n++ {
+					name := fmt.Sprintf("cpu-restart-shardnet-%d.pb.gz", i)
+					if n > 1 {
+						name = fmt.Sprintf("cpu-restart-shardnet-%d.%d.pb.gz", i, n)
+					}
+					cfg.profile(rp.pprofAddr, name, "profile", restartProfileSeconds)
+					select {
+					case <-steady:
+						return
+					case <-finished:
+						return
+					default:
+					}
 				}
 			})
 		}
@@ -942,7 +946,6 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 		time.Sleep(restartPoll)
 	}
 	r.ReadySeconds = time.Since(start).Seconds()
-	close(allReady)
 	for {
 		var owned, synced, depth, reconciled float64
 		for _, rp := range procs {

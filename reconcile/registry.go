@@ -188,20 +188,11 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	r.mu.RUnlock()
 	if src != nil && due {
 		start := time.Now()
-		st, err := r.Adopt()
-		took := time.Since(start)
-		r.mu.Lock()
-		// At least a millisecond per unit: a pass too quick for the
-		// clock still spaces the next.
-		r.nextAdopt = start.Add(time.Duration(r.adoptSpacing) * max(took, time.Millisecond))
-		if err == nil {
-			r.lastAdopt = st
-		}
-		r.mu.Unlock()
+		st, err := r.AdoptSpaced()
 		if err != nil {
 			klog.Background().V(2).Info("Addresses in use not re-read this pass", "err", err)
 		} else {
-			klog.Background().V(4).Info("Addresses in use re-read", "took", took, "held", st.HeldTotal())
+			klog.Background().V(4).Info("Addresses in use re-read", "took", time.Since(start), "held", st.HeldTotal())
 		}
 	}
 	r.mu.RLock()
@@ -444,6 +435,26 @@ func (r *Subnets) Adopt() (AdoptStats, error) {
 		st.Pending[name] = pending
 	}
 	return st, nil
+}
+
+// AdoptSpaced runs an Adopt pass as Refresh does: a successful one
+// becomes LastAdopt, and Refresh's next pass is spaced from it
+// (SetAdoptSpacing). The pass a replica makes before it joins runs it
+// too, so that the first status interval does not repeat a pass that has
+// just been made, at 50,000 pods while the shards' first passes run.
+func (r *Subnets) AdoptSpaced() (AdoptStats, error) {
+	start := time.Now()
+	st, err := r.Adopt()
+	took := time.Since(start)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// At least a millisecond per unit: a pass too quick for the clock
+	// still spaces the next.
+	r.nextAdopt = start.Add(time.Duration(r.adoptSpacing) * max(took, time.Millisecond))
+	if err == nil {
+		r.lastAdopt = st
+	}
+	return st, err
 }
 
 // takenIn reports whether an address of the subnet is held by something

@@ -98,4 +98,18 @@ func TestRefreshSpacesItsAdoptPasses(t *testing.T) {
 	if reads != 4 {
 		t.Errorf("%d reads after two spaced passes, want 4 (the first pass due, the second not)", reads)
 	}
+
+	// The pass a replica makes before it joins (AdoptSpaced) spaces
+	// Refresh's next one as Refresh's own passes do.
+	joined := NewSubnets(alloc, claimlisters.NewAddressClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), 1)
+	joinedReads := 0
+	joined.SetHoldSource(func() (HoldInputs, error) { joinedReads++; return HoldInputs{}, nil })
+	joined.SetAdoptSpacing(1 << 20)
+	if _, err := joined.AdoptSpaced(); err != nil {
+		t.Fatal(err)
+	}
+	joined.Refresh()
+	if joinedReads != 1 {
+		t.Errorf("%d reads after the pass before joining and a Refresh, want 1", joinedReads)
+	}
 }

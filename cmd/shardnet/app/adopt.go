@@ -39,16 +39,21 @@ func (r *incarnation) adopt(ctx context.Context) error {
 	if err := r.nb.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the Northbound cache: %w", err)
 	}
+	nbWait := time.Since(start)
 	r.caches.SyncRegistry()
+	registry := time.Since(start) - nbWait
 	for {
-		st, err := r.caches.Registry.Adopt()
+		passStart := time.Now()
+		st, err := r.caches.Registry.AdoptSpaced()
 		if err == nil {
 			took := time.Since(start)
 			r.adoption.Took(took)
 			r.reportAdoption(ctx, st)
+			// The parts of took: the wait for the Northbound cache, the
+			// allocators rebuilt from the claims, the last pass.
 			logger.Info("Addresses in use held before the first allocation",
 				"held", st.HeldTotal(), "toClaim", st.PendingTotal(), "conflicts", len(st.Conflicts),
-				"subnets", len(st.Held), "took", took)
+				"subnets", len(st.Held), "took", took, "northbound", nbWait, "allocators", registry, "pass", time.Since(passStart))
 			return nil
 		}
 		logger.Info("Waiting to read the addresses in use", "err", err)
