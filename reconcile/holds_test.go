@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,6 +206,51 @@ func holdBenchInputs(n int) HoldInputs {
 	return in
 }
 
+// shuffled is in with its pods, IP records and ports in the order a
+// lister hands them over, which is none: a benchmark of sorted inputs
+// measures sorts that have nothing to do.
+func shuffled(in HoldInputs) HoldInputs {
+	r := rand.New(rand.NewPCG(1, 2))
+	r.Shuffle(len(in.Pods), func(i, j int) { in.Pods[i], in.Pods[j] = in.Pods[j], in.Pods[i] })
+	r.Shuffle(len(in.IPs), func(i, j int) { in.IPs[i], in.IPs[j] = in.IPs[j], in.IPs[i] })
+	r.Shuffle(len(in.Ports), func(i, j int) { in.Ports[i], in.Ports[j] = in.Ports[j], in.Ports[i] })
+	return in
+}
+
+// BenchmarkByKey measures the order an adoption pass visits 50,000 IP
+// records in (byKey) against a stable sort of the same names, which it
+// replaced, in one run.
+//
+//	go test -run '^$' -bench ByKey ./reconcile/
+func BenchmarkByKey(b *testing.B) {
+	const n = 50000
+	in := shuffled(holdBenchInputs(n))
+	name := func(i int) string { return in.IPs[i].Name }
+	stable := func() []int32 {
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortStableFunc(idx, func(x, y int32) int { return strings.Compare(name(int(x)), name(int(y))) })
+		return idx
+	}
+	var stableTime, byKeyTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		want := stable()
+		stableTime += time.Since(start)
+		start = time.Now()
+		got := byKey(n, name)
+		byKeyTime += time.Since(start)
+		if !slices.Equal(got, want) {
+			b.Fatal("byKey's order is not the stable sort's")
+		}
+	}
+	b.ReportMetric(float64(stableTime.Nanoseconds())/float64(b.N), "stable-ns/sort")
+	b.ReportMetric(float64(byKeyTime.Nanoseconds())/float64(b.N), "byKey-ns/sort")
+	b.ReportMetric(float64(byKeyTime)/float64(stableTime), "byKey/stable")
+}
+
 // BenchmarkCollectHolds measures one adoption pass over 10,000 pods, each
 // with an IP record and a port: the work every replica repeats each
 // --status-interval. B/op is the figure that matters at scale: at 50,000
@@ -212,7 +258,7 @@ func holdBenchInputs(n int) HoldInputs {
 // where every byte it allocates is paid in collector time.
 func BenchmarkCollectHolds(b *testing.B) {
 	const n = 10000
-	in := holdBenchInputs(n)
+	in := shuffled(holdBenchInputs(n))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -232,7 +278,7 @@ func BenchmarkCollectHolds(b *testing.B) {
 //	go test -run '^$' -bench 'CollectHolds|Adopt' -benchmem ./reconcile/
 func BenchmarkAdopt(b *testing.B) {
 	const n = 10000
-	in := holdBenchInputs(n)
+	in := shuffled(holdBenchInputs(n))
 	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, pt := range in.Ports {
 		a := netip.MustParseAddr(pt.IPs[0])

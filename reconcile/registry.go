@@ -60,6 +60,9 @@ type Subnets struct {
 	// SetAdoptSpacing); guarded by mu.
 	adoptSpacing int
 	nextAdopt    time.Time
+	// adoptMu is held by the spaced passes (AdoptSpaced, Refresh's), so
+	// that one does not run while another does.
+	adoptMu sync.Mutex
 }
 
 type subnetEntry struct {
@@ -186,14 +189,23 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	src := r.holdSource
 	due := !time.Now().Before(r.nextAdopt)
 	r.mu.RUnlock()
-	if src != nil && due {
-		start := time.Now()
-		st, err := r.AdoptSpaced()
-		if err != nil {
-			klog.Background().V(2).Info("Addresses in use not re-read this pass", "err", err)
-		} else {
-			klog.Background().V(4).Info("Addresses in use re-read", "took", time.Since(start), "held", st.HeldTotal())
+	// A pass already running (the one before the replica joins, which
+	// starts once the caches are synced, as this loop's passes do) is
+	// not doubled: this one is skipped, and that one spaces the next.
+	if src != nil && due && r.adoptMu.TryLock() {
+		r.mu.RLock()
+		due = !time.Now().Before(r.nextAdopt)
+		r.mu.RUnlock()
+		if due {
+			start := time.Now()
+			st, err := r.adoptSpacedLocked()
+			if err != nil {
+				klog.Background().V(2).Info("Addresses in use not re-read this pass", "err", err)
+			} else {
+				klog.Background().V(4).Info("Addresses in use re-read", "took", time.Since(start), "held", st.HeldTotal())
+			}
 		}
+		r.adoptMu.Unlock()
 	}
 	r.mu.RLock()
 	entries := make(map[string]*subnetEntry, len(r.entries))
@@ -443,6 +455,12 @@ func (r *Subnets) Adopt() (AdoptStats, error) {
 // too, so that the first status interval does not repeat a pass that has
 // just been made, at 50,000 pods while the shards' first passes run.
 func (r *Subnets) AdoptSpaced() (AdoptStats, error) {
+	r.adoptMu.Lock()
+	defer r.adoptMu.Unlock()
+	return r.adoptSpacedLocked()
+}
+
+func (r *Subnets) adoptSpacedLocked() (AdoptStats, error) {
 	start := time.Now()
 	st, err := r.Adopt()
 	took := time.Since(start)

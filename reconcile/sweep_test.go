@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,5 +112,29 @@ func TestRefreshSpacesItsAdoptPasses(t *testing.T) {
 	joined.Refresh()
 	if joinedReads != 1 {
 		t.Errorf("%d reads after the pass before joining and a Refresh, want 1", joinedReads)
+	}
+
+	// A Refresh while that pass still runs (the status loop starts with
+	// the caches, as the pass does) skips its own instead of doubling it.
+	racing := NewSubnets(alloc, claimlisters.NewAddressClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), 1)
+	var racingReads atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	racing.SetHoldSource(func() (HoldInputs, error) {
+		if racingReads.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return HoldInputs{}, nil
+	})
+	done := make(chan error)
+	go func() { _, err := racing.AdoptSpaced(); done <- err }()
+	<-entered
+	racing.Refresh()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := racingReads.Load(); n != 1 {
+		t.Errorf("%d reads with a Refresh during the pass before joining, want 1", n)
 	}
 }
