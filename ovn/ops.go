@@ -211,14 +211,8 @@ func vendor(v string) string {
 // that the switch still exists, so that a switch deleted meanwhile fails the
 // request instead of leaving an unreferenced port for the server to drop.
 func (c *Client) EnsurePort(spec PortSpec) ([]ovsdb.Operation, Ref, error) {
-	if err := spec.validate(); err != nil {
-		return nil, "", fmt.Errorf("ovn: %w", err)
-	}
-	if err := c.Ready(); err != nil {
-		return nil, "", err
-	}
 	cur, _ := c.Port(spec.Name)
-	return c.ensurePort(spec, cur)
+	return c.EnsurePortFrom(spec, cur)
 }
 
 // EnsurePortFrom is EnsurePort for a caller that has just read the port
@@ -236,10 +230,6 @@ func (c *Client) EnsurePortFrom(spec PortSpec, cur *nbdb.LogicalSwitchPort) ([]o
 	if cur != nil && cur.Name != spec.Name {
 		return nil, "", fmt.Errorf("ovn: port %s built from the row of port %s", spec.Name, cur.Name)
 	}
-	return c.ensurePort(spec, cur)
-}
-
-func (c *Client) ensurePort(spec PortSpec, cur *nbdb.LogicalSwitchPort) ([]ovsdb.Operation, Ref, error) {
 	exists := cur != nil
 	// The switch is read only where the ops name it: a port inserted
 	// into it, or moved there from another subnet's switch.

@@ -187,14 +187,13 @@ func (r *Subnets) HasFree(name string) bool {
 func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	r.mu.RLock()
 	src := r.holdSource
-	due := !time.Now().Before(r.nextAdopt)
 	r.mu.RUnlock()
 	// A pass already running (the one before the replica joins, which
 	// starts once the caches are synced, as this loop's passes do) is
 	// not doubled: this one is skipped, and that one spaces the next.
-	if src != nil && due && r.adoptMu.TryLock() {
+	if src != nil && r.adoptMu.TryLock() {
 		r.mu.RLock()
-		due = !time.Now().Before(r.nextAdopt)
+		due := !time.Now().Before(r.nextAdopt)
 		r.mu.RUnlock()
 		if due {
 			start := time.Now()
