@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/shard"
 )
 
@@ -88,7 +89,11 @@ func TestTrimPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := out.(*corev1.Pod)
+	c, ok := out.(*podcache.Pod)
+	if !ok {
+		t.Fatalf("TrimPod returned %T, want the cache's own *podcache.Pod", out)
+	}
+	p := c.Pod()
 	if p.Name != "p" || p.UID != "u1" || p.ResourceVersion != "42" || p.Labels["app"] != "x" ||
 		p.Annotations["ovn.kubernetes.io/ip_address"] != "10.0.0.5" || len(p.OwnerReferences) != 1 || p.DeletionTimestamp == nil {
 		t.Errorf("metadata the reconciler reads was lost: %+v", p.ObjectMeta)

@@ -23,6 +23,7 @@ import (
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/kubevirt"
 	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
@@ -107,7 +108,7 @@ func (inf *Informers) PodKey(obj any) (string, error) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if p, ok := obj.(*corev1.Pod); ok {
+		if p, ok := podcache.Of(obj); ok {
 			return inf.keyOf(p), nil
 		}
 	}
@@ -118,13 +119,15 @@ func (inf *Informers) PodKey(obj any) (string, error) {
 func (inf *Informers) Shards() int { return inf.shards }
 
 // TrimPod is the pod informer's transform: it keeps only what reconcilers
-// read, which is most of the memory of 100k cached pods. Kept: the object
-// metadata without managedFields (labels, annotations, owner references,
-// UID, resourceVersion, deletion timestamp), spec.nodeName,
-// spec.hostNetwork, spec.restartPolicy, spec.terminationGracePeriodSeconds,
-// and status.phase, reason, podIP(s) and hostIP(s). kubectl's
-// last-applied-configuration annotation, a copy of the whole manifest, is
-// dropped too. Other objects only lose their managedFields.
+// read, which is most of the memory of 100k cached pods, in the cache's
+// own pod type (podcache.Pod; the listers build a *corev1.Pod from it).
+// Kept: the object metadata without managedFields (labels, annotations,
+// owner references, UID, resourceVersion, deletion timestamp),
+// spec.nodeName, spec.hostNetwork, spec.restartPolicy,
+// spec.terminationGracePeriodSeconds, and status.phase, reason, podIP(s)
+// and hostIP(s). kubectl's last-applied-configuration annotation, a copy
+// of the whole manifest, is dropped too. Other objects only lose their
+// managedFields.
 //
 // Annotation and label keys, the namespace and the node name are shared
 // with every other cached pod that has the same ones (podKeys): decoded,
@@ -144,26 +147,9 @@ func TrimPod(obj any) (any, error) {
 	meta.Annotations = internMap(meta.Annotations, corev1.LastAppliedConfigAnnotation, sharedValue)
 	meta.Labels = labelSets.share(meta.Labels, func(m map[string]string) map[string]string { return internMap(m, "", sharedValue) })
 	meta.Namespace = podKeys.intern(meta.Namespace)
-	return &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: meta,
-		Spec: corev1.PodSpec{
-			NodeName:    podKeys.intern(p.Spec.NodeName),
-			HostNetwork: p.Spec.HostNetwork,
-			// Whether a Succeeded or Failed pod is gone for good depends
-			// on its restart policy.
-			RestartPolicy:                 p.Spec.RestartPolicy,
-			TerminationGracePeriodSeconds: p.Spec.TerminationGracePeriodSeconds,
-		},
-		Status: corev1.PodStatus{
-			Phase:   p.Status.Phase,
-			Reason:  p.Status.Reason,
-			PodIP:   p.Status.PodIP,
-			PodIPs:  p.Status.PodIPs,
-			HostIP:  p.Status.HostIP,
-			HostIPs: p.Status.HostIPs,
-		},
-	}, nil
+	c := podcache.New(p, meta)
+	c.NodeName = podKeys.intern(c.NodeName)
+	return c, nil
 }
 
 // trimCRD is the transform of the custom resources' informers: they lose

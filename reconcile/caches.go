@@ -22,6 +22,7 @@ import (
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
 )
@@ -65,7 +66,8 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 	c := &Caches{kube: kube, shardnet: crds}
 	pods := c.kube.Core().V1().Pods()
 	c.PodInformer = pods.Informer()
-	c.Pods = pods.Lister()
+	// The transform caches podcache.Pod, not *corev1.Pod.
+	c.Pods = podcache.NewLister(c.PodInformer.GetIndexer())
 	c.Namespaces = c.kube.Core().V1().Namespaces().Lister()
 	c.Nodes = c.kube.Core().V1().Nodes().Lister()
 	c.StatefulSets = c.kube.Apps().V1().StatefulSets().Lister()

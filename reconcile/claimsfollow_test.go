@@ -75,8 +75,8 @@ func TestClaimsFollowThePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitView(t, ctx, func() error {
-		p, ok, err := s.caches.PodInformer.GetIndexer().GetByKey("drift/p")
-		if err != nil || !ok || p.(*corev1.Pod).Annotations[DefaultKey(KeyIPAddress)] != other.String() {
+		p, err := s.caches.Pods.Pods("drift").Get("p")
+		if err != nil || p.Annotations[DefaultKey(KeyIPAddress)] != other.String() {
 			return fmt.Errorf("the edit is not in the cache yet")
 		}
 		return nil

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 	"time"
 
@@ -62,8 +63,11 @@ func StatefulSetOwner(pod *corev1.Pod) (name string, ordinal int, ok bool) {
 
 // VMOwner returns the KubeVirt VirtualMachineInstance that owns pod (its
 // name is the VM's name), when pod is a VM launcher pod.
-func VMOwner(pod *corev1.Pod) (string, bool) {
-	for _, o := range pod.OwnerReferences {
+func VMOwner(pod *corev1.Pod) (string, bool) { return ownerVM(pod.OwnerReferences) }
+
+// ownerVM is VMOwner of a pod's owner references.
+func ownerVM(refs []metav1.OwnerReference) (string, bool) {
+	for _, o := range refs {
 		if o.Kind == "VirtualMachineInstance" && strings.HasPrefix(o.APIVersion, "kubevirt.io") {
 			return o.Name, true
 		}

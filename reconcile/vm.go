@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/kubevirt"
 	"github.com/shardnet/shardnet/ovn/nbdb"
 )
@@ -111,12 +113,14 @@ func PodKey(pod *corev1.Pod, keepVMIP bool) string {
 // VMPodIndexers are the indexers to add to the pod informer for KeepVMIP.
 func VMPodIndexers() cache.Indexers {
 	return cache.Indexers{VMPodIndex: func(obj any) ([]string, error) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
+		// The metadata only: a cached pod is not a *corev1.Pod, and
+		// building one per event would be garbage.
+		m, err := meta.Accessor(obj)
+		if err != nil {
 			return nil, nil
 		}
-		if vm, ok := VMOwner(p); ok {
-			return []string{p.Namespace + "/" + vm}, nil
+		if vm, ok := ownerVM(m.GetOwnerReferences()); ok {
+			return []string{m.GetNamespace() + "/" + vm}, nil
 		}
 		return nil, nil
 	}}
@@ -133,7 +137,7 @@ func launcherPods(idx cache.Indexer, key string) []*corev1.Pod {
 	}
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
+		if p, ok := podcache.Of(o); ok {
 			out = append(out, p)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	crdscheme "github.com/shardnet/shardnet/api/client/clientset/versioned/scheme"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/controller"
+	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/metrics"
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/queue"
@@ -316,7 +317,7 @@ func (r *incarnation) dhcpChanged(inf *controller.Informers, old, cur any) {
 	if (v4 == "" || v4 == o.Status.DHCPv4OptionsUUID) && (v6 == "" || v6 == o.Status.DHCPv6OptionsUUID) {
 		return
 	}
-	pods, err := inf.Kube.Core().V1().Pods().Lister().List(labels.Everything())
+	pods, err := podcache.NewLister(inf.Pods.GetIndexer()).List(labels.Everything())
 	if err != nil {
 		return
 	}

@@ -1,0 +1,112 @@
+package podcache
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// kept is a pod with every field Pod keeps set, and nothing else.
+func kept(ns, name string) *corev1.Pod {
+	grace := int64(30)
+	now := metav1.Now()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns, UID: types.UID("u-" + ns + "-" + name), ResourceVersion: "7", Generation: 2,
+			Labels:            map[string]string{"app": name},
+			Annotations:       map[string]string{"ovn.kubernetes.io/ip_address": "10.0.0.5"},
+			OwnerReferences:   []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", UID: "s1"}},
+			Finalizers:        []string{"f"},
+			CreationTimestamp: now, DeletionTimestamp: &now, DeletionGracePeriodSeconds: &grace,
+		},
+		Spec: corev1.PodSpec{NodeName: "node-1", HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodFailed, Reason: "Evicted", PodIP: "10.0.0.5", PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}, {IP: "fd00::5"}},
+			HostIP: "192.0.2.1", HostIPs: []corev1.HostIP{{IP: "192.0.2.1"}},
+		},
+	}
+}
+
+// TestRoundTrip: every field Pod keeps comes back in Pod.Pod, and
+// nothing else is there.
+func TestRoundTrip(t *testing.T) {
+	in := kept("ns", "p")
+	full := in.DeepCopy()
+	full.Spec.Containers = []corev1.Container{{Name: "c", Image: "img"}}
+	full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}}
+	got := New(full, full.ObjectMeta).Pod()
+	if !reflect.DeepEqual(got, in) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, in)
+	}
+	if p, ok := Of(New(full, full.ObjectMeta)); !ok || !reflect.DeepEqual(p, in) {
+		t.Fatalf("Of a cached pod = %+v, %v", p, ok)
+	}
+	if p, ok := Of(full); !ok || p != full {
+		t.Fatal("Of a *corev1.Pod does not return it as is")
+	}
+	if _, ok := Of(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: New(in, in.ObjectMeta)}); ok {
+		t.Fatal("Of took a tombstone for a pod")
+	}
+}
+
+// TestDeepCopyObject: the copy shares nothing a writer could change.
+func TestDeepCopyObject(t *testing.T) {
+	in := kept("ns", "p")
+	c := New(in, in.ObjectMeta)
+	cp := c.DeepCopyObject().(*Pod)
+	if !reflect.DeepEqual(cp, c) {
+		t.Fatalf("copy differs: %+v", cp)
+	}
+	cp.Annotations["x"] = "y"
+	cp.PodIPs[0].IP = "10.9.9.9"
+	*cp.TerminationGracePeriodSeconds = 1
+	if _, ok := c.Annotations["x"]; ok || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 {
+		t.Fatal("the copy shares the original's maps, slices or pointers")
+	}
+	if !c.GetObjectKind().GroupVersionKind().Empty() {
+		t.Fatal("a cached pod carries a kind")
+	}
+}
+
+// TestLister reads an informer-style indexer holding cached pods and a
+// plain *corev1.Pod side by side.
+func TestLister(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range []*corev1.Pod{kept("a", "p1"), kept("a", "p2"), kept("b", "p1")} {
+		if err := idx.Add(New(p, p.ObjectMeta)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := kept("b", "plain")
+	if err := idx.Add(plain); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLister(idx)
+	all, err := l.List(labels.Everything())
+	if err != nil || len(all) != 4 {
+		t.Fatalf("List = %d pods, %v; want 4", len(all), err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "p1"})
+	if got, err := l.List(sel); err != nil || len(got) != 2 {
+		t.Fatalf("List(app=p1) = %d pods, %v; want 2", len(got), err)
+	}
+	if got, err := l.Pods("a").List(labels.Everything()); err != nil || len(got) != 2 || got[0].Namespace != "a" || got[1].Namespace != "a" {
+		t.Fatalf("Pods(a).List = %v, %v", got, err)
+	}
+	p, err := l.Pods("b").Get("p1")
+	if err != nil || p.Name != "p1" || p.Namespace != "b" || p.Spec.NodeName != "node-1" || p.Status.PodIP != "10.0.0.5" {
+		t.Fatalf("Get(b/p1) = %+v, %v", p, err)
+	}
+	if p, err := l.Pods("b").Get("plain"); err != nil || p != plain {
+		t.Fatalf("Get(b/plain) = %p, %v; want the stored *corev1.Pod %p", p, err, plain)
+	}
+	if _, err := l.Pods("a").Get("missing"); !errors.IsNotFound(err) {
+		t.Fatalf("Get of a missing pod: %v, want NotFound", err)
+	}
+}
