@@ -30,12 +30,18 @@ const (
 
 // startWait starts the span of one request's time inside Submit: queueing,
 // lingering for company and the transaction that carries it.
+// Its attributes are set only when it records: untraced, they would be
+// garbage on every request.
 func (b *Batcher) startWait(ctx context.Context, ops int) (context.Context, trace.Span) {
-	return tracer.Start(ctx, spanWait, trace.WithAttributes(attrShard.Int(b.shard), attrOps.Int(ops)))
+	ctx, span := tracer.Start(ctx, spanWait)
+	if span.IsRecording() {
+		span.SetAttributes(attrShard.Int(b.shard), attrOps.Int(ops))
+	}
+	return ctx, span
 }
 
 func endWait(span trace.Span, err error) {
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}

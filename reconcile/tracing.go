@@ -35,16 +35,25 @@ const (
 	attrResult = attribute.Key("result")
 )
 
+// startReconcile starts a reconcile's span. Its attributes are set only
+// when the span records: untraced (the no-op provider, or a trace not
+// sampled), building them would be garbage on every reconcile.
 func startReconcile(ctx context.Context, shard int, key string) (context.Context, trace.Span) {
-	return tracer.Start(ctx, spanReconcile, trace.WithAttributes(attrShard.Int(shard), attrPod.String(key)))
+	ctx, span := tracer.Start(ctx, spanReconcile)
+	if span.IsRecording() {
+		span.SetAttributes(attrShard.Int(shard), attrPod.String(key))
+	}
+	return ctx, span
 }
 
 // endReconcile records what the reconcile did. An "invalid" result is the
 // pod's fault and not retried, but it is still an error to whoever reads
 // the trace.
 func endReconcile(span trace.Span, phase, result string, err error) {
-	span.SetAttributes(attrPhase.String(phase), attrResult.String(result))
-	failed(span, err)
+	if span.IsRecording() {
+		span.SetAttributes(attrPhase.String(phase), attrResult.String(result))
+		failed(span, err)
+	}
 	span.End()
 }
 
@@ -73,9 +82,17 @@ func withStageMetrics(ctx context.Context, m any) context.Context {
 	return ctx
 }
 
-// inStage runs f in the child span of one reconcile stage.
+// inStage runs f in the child span of one reconcile stage, when the
+// reconcile's span records. A child of a span that does not record would
+// not be sampled either (the default sampler follows the parent), and
+// starting it would cost a context and a span for nothing.
 func inStage(ctx context.Context, name string, f func(context.Context) error) error {
 	start := time.Now()
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		err := f(ctx)
+		observeStage(ctx, name, start)
+		return err
+	}
 	ctx, span := tracer.Start(ctx, name)
 	defer span.End()
 	err := f(ctx)
