@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -137,8 +137,10 @@ type Config struct {
 	// computed (shard.Of); nil means "namespace/name". It must depend only
 	// on the pod's own fields, so that every replica, and every event of
 	// the pod, derives the same key. The pod path sets it so that all
-	// launcher pods of one KubeVirt VM share the VM's key.
-	PodKey func(*corev1.Pod) string
+	// launcher pods of one KubeVirt VM share the VM's key. It receives the
+	// pod's metadata: the cached pod is not a *corev1.Pod (TrimPod), and
+	// the key is computed on every event.
+	PodKey func(metav1.Object) string
 	// ReadyChecks are extra conditions for Ready (a Northbound connection,
 	// say).
 	ReadyChecks []func() error

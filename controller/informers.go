@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -57,7 +58,7 @@ type Informers struct {
 
 	shards int
 	// keyOf is the queue key of a pod (Config.PodKey).
-	keyOf func(*corev1.Pod) string
+	keyOf func(metav1.Object) string
 }
 
 func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
@@ -108,8 +109,8 @@ func (inf *Informers) PodKey(obj any) (string, error) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if p, ok := podcache.Of(obj); ok {
-			return inf.keyOf(p), nil
+		if m, err := meta.Accessor(obj); err == nil {
+			return inf.keyOf(m), nil
 		}
 	}
 	return cache.DeletionHandlingMetaNamespaceKeyFunc(obj)

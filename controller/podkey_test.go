@@ -26,11 +26,11 @@ func TestPodKeyRoutesLaunchersToOneShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every pod labelled vm=X has the key ns/X.
-	inf.keyOf = func(p *corev1.Pod) string {
-		if vm := p.Labels["vm"]; vm != "" {
-			return p.Namespace + "/" + vm
+	inf.keyOf = func(p metav1.Object) string {
+		if vm := p.GetLabels()["vm"]; vm != "" {
+			return p.GetNamespace() + "/" + vm
 		}
-		return p.Namespace + "/" + p.Name
+		return p.GetNamespace() + "/" + p.GetName()
 	}
 	pod := func(name, vm string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"vm": vm}}}
@@ -44,8 +44,13 @@ func TestPodKeyRoutesLaunchersToOneShard(t *testing.T) {
 			pods = append(pods, pod(name, "vm1"))
 		}
 	}
+	// As the informer caches them (TrimPod).
 	for _, p := range append(pods, pod("web", "")) {
-		if err := inf.Pods.GetIndexer().Add(p); err != nil {
+		c, err := TrimPod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.Pods.GetIndexer().Add(c); err != nil {
 			t.Fatal(err)
 		}
 	}

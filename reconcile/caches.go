@@ -270,8 +270,14 @@ func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() 
 			return HoldInputs{}, fmt.Errorf("reading the Northbound ports: %w", err)
 		}
 		in := HoldInputs{Subnets: c.Subnets(), Ports: pts, Now: now(), VMOwner: vmOwner}
-		if in.Pods, err = c.Pods.List(labels.Everything()); err != nil {
-			return HoldInputs{}, err
+		// The cached pods as they are, not built into *corev1.Pod.
+		for _, o := range c.PodInformer.GetIndexer().List() {
+			switch p := o.(type) {
+			case *podcache.Pod:
+				in.Cached = append(in.Cached, p)
+			case *corev1.Pod:
+				in.Pods = append(in.Pods, p)
+			}
 		}
 		if in.IPs, err = c.IPs.List(labels.Everything()); err != nil {
 			return HoldInputs{}, err

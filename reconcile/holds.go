@@ -13,6 +13,7 @@ import (
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
 )
@@ -22,14 +23,20 @@ import (
 type HoldInputs struct {
 	Subnets []*kubeovnv1.Subnet
 	Pods    []*corev1.Pod
-	IPs     []*kubeovnv1.IP
-	Vips    []*kubeovnv1.Vip
-	Ports   []ovn.PortAddress
-	Now     time.Time
+	// Cached are more pods, as the pod informer caches them (HoldSource
+	// passes them so, where building a *corev1.Pod of each would be 1.2
+	// KB of garbage per pod and pass).
+	Cached []*podcache.Pod
+	IPs    []*kubeovnv1.IP
+	Vips   []*kubeovnv1.Vip
+	Ports  []ovn.PortAddress
+	Now    time.Time
 	// VMOwner, when set, is the claim owner of a launcher pod whose
 	// addresses are kept by its VM (R13): what its annotations name, and
 	// the VM-named IP record and port, hold for the VM, so that the VM
-	// takes them and two launcher pods of one VM are not a conflict.
+	// takes them and two launcher pods of one VM are not a conflict. It
+	// must not keep the pod it is given, which may be filled again with
+	// the next one (Cached).
 	VMOwner func(*corev1.Pod) (v1alpha1.ClaimOwner, bool)
 }
 
@@ -103,7 +110,8 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 
 	// Most addresses have a pod, an IP record and a port: sized for the
 	// pods, a subnet's map seldom grows.
-	perSubnet := len(in.Pods)/max(1, len(prefixes)) + 1
+	pods := len(in.Pods) + len(in.Cached)
+	perSubnet := pods/max(1, len(prefixes)) + 1
 	out := make(Holds, len(prefixes))
 	// others: the sources that lost an address, by subnet; only addresses
 	// in conflict have an entry.
@@ -135,17 +143,26 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	}
 
 	// Live pods, and the owner key each stands for.
-	ownerOf := make(map[string]string, len(in.Pods))
+	ownerOf := make(map[string]string, pods)
 	// holderOf: the key a launcher pod's port and record are named by
 	// (the VM's), when it is not the pod's own.
 	holderOf := map[string]string{}
 	type livePod struct {
-		p       *corev1.Pod
+		ann     map[string]string
 		key     string // namespace/name
 		created int64
 	}
-	live := make([]livePod, 0, len(in.Pods))
-	for _, p := range in.Pods {
+	live := make([]livePod, 0, pods)
+	// A cached pod is read through one *corev1.Pod filled again for each;
+	// only its annotations, which the cache shares, are kept.
+	var scratch corev1.Pod
+	for i := range pods {
+		p := &scratch
+		if i < len(in.Pods) {
+			p = in.Pods[i]
+		} else {
+			in.Cached[i-len(in.Pods)].Into(p)
+		}
 		if p.Spec.HostNetwork || !holdsAddresses(p, in.Now) {
 			continue
 		}
@@ -166,7 +183,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 		if !p.CreationTimestamp.IsZero() {
 			created = p.CreationTimestamp.UnixNano()
 		}
-		live = append(live, livePod{p, key, created})
+		live = append(live, livePod{p.Annotations, key, created})
 	}
 	// The older pod first, then by name.
 	slices.SortFunc(live, func(x, y livePod) int {
@@ -206,11 +223,10 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	vipKey := DefaultKey(KeyVIP)
 	var providers []string
 	for _, lp := range live {
-		p, key := lp.p, lp.key
+		ann, key := lp.ann, lp.key
 		source := "pod " + key
-		providers = appendAnnotatedProviders(providers[:0], p)
+		providers = appendAnnotatedProviders(providers[:0], ann)
 		for _, provider := range providers {
-			ann := p.Annotations
 			k := keys.of(provider)
 			addrs, err := ipam.ParseAddresses(ann[k.ip])
 			if err != nil {
@@ -351,10 +367,10 @@ func holdsAddresses(p *corev1.Pod, now time.Time) bool {
 	return sts
 }
 
-// appendAnnotatedProviders appends to out the providers the pod's
+// appendAnnotatedProviders appends to out the providers a pod's
 // annotations say were allocated, sorted.
-func appendAnnotatedProviders(out []string, p *corev1.Pod) []string {
-	for k, v := range p.Annotations {
+func appendAnnotatedProviders(out []string, annotations map[string]string) []string {
+	for k, v := range annotations {
 		provider, ok := strings.CutSuffix(k, ".kubernetes.io/"+KeyAllocated)
 		if v != "true" || !ok || provider == "" {
 			continue

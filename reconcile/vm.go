@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -101,13 +102,16 @@ type VMHolder struct {
 // PodKey is the queue key of a pod: "namespace/name", or with keepVMIP,
 // for a KubeVirt launcher pod, "namespace/<vm>". It reads only the pod,
 // so every replica derives the same key from every event of it.
-func PodKey(pod *corev1.Pod, keepVMIP bool) string {
+func PodKey(pod *corev1.Pod, keepVMIP bool) string { return MetaPodKey(&pod.ObjectMeta, keepVMIP) }
+
+// MetaPodKey is PodKey of a pod's metadata, all it reads.
+func MetaPodKey(m metav1.Object, keepVMIP bool) string {
 	if keepVMIP {
-		if vm, ok := VMOwner(pod); ok {
-			return pod.Namespace + "/" + vm
+		if vm, ok := ownerVM(m.GetOwnerReferences()); ok {
+			return m.GetNamespace() + "/" + vm
 		}
 	}
-	return pod.Namespace + "/" + pod.Name
+	return m.GetNamespace() + "/" + m.GetName()
 }
 
 // VMPodIndexers are the indexers to add to the pod informer for KeepVMIP.

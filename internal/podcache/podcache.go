@@ -68,23 +68,27 @@ func New(p *corev1.Pod, meta metav1.ObjectMeta) *Pod {
 // Pod returns a new *corev1.Pod with c's fields. It shares c's maps,
 // slices and strings: it is read-only, as the cache is.
 func (c *Pod) Pod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: c.ObjectMeta,
-		Spec: corev1.PodSpec{
-			NodeName:                      c.NodeName,
-			HostNetwork:                   c.HostNetwork,
-			RestartPolicy:                 c.RestartPolicy,
-			TerminationGracePeriodSeconds: c.TerminationGracePeriodSeconds,
-		},
-		Status: corev1.PodStatus{
-			Phase:   c.Phase,
-			Reason:  c.Reason,
-			PodIP:   c.PodIP,
-			PodIPs:  c.PodIPs,
-			HostIP:  c.HostIP,
-			HostIPs: c.HostIPs,
-		},
-	}
+	p := new(corev1.Pod)
+	c.Into(p)
+	return p
+}
+
+// Into sets the fields of p that Pod keeps to c's, sharing c's maps,
+// slices and strings, and leaves p's other fields as they are: a reader
+// of many cached pods, one at a time, can fill one *corev1.Pod again and
+// again instead of allocating one each.
+func (c *Pod) Into(p *corev1.Pod) {
+	p.ObjectMeta = c.ObjectMeta
+	p.Spec.NodeName = c.NodeName
+	p.Spec.HostNetwork = c.HostNetwork
+	p.Spec.RestartPolicy = c.RestartPolicy
+	p.Spec.TerminationGracePeriodSeconds = c.TerminationGracePeriodSeconds
+	p.Status.Phase = c.Phase
+	p.Status.Reason = c.Reason
+	p.Status.PodIP = c.PodIP
+	p.Status.PodIPs = c.PodIPs
+	p.Status.HostIP = c.HostIP
+	p.Status.HostIPs = c.HostIPs
 }
 
 // GetObjectKind makes Pod a runtime.Object, for the parts of client-go

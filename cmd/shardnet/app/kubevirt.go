@@ -1,7 +1,7 @@
 package app
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/reconcile"
@@ -9,11 +9,11 @@ import (
 
 // podKey is the controller's pod key function: with --keep-vm-ip the
 // launcher pods of one KubeVirt VM share the VM's key (and so its shard).
-func podKey(keepVMIP bool) func(*corev1.Pod) string {
+func podKey(keepVMIP bool) func(metav1.Object) string {
 	if !keepVMIP {
 		return nil
 	}
-	return func(p *corev1.Pod) string { return reconcile.PodKey(p, true) }
+	return func(m metav1.Object) string { return reconcile.MetaPodKey(m, true) }
 }
 
 // watchVMs, with --keep-vm-ip, queues a VM's key on every change of the VM
