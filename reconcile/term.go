@@ -58,23 +58,41 @@ type Term struct {
 	// term has no queue (tests).
 	later func(key string, after time.Duration)
 	// stores counts the entries stored in written, recent and patched;
-	// every pruneEvery of them, the entries past cacheLagTolerance are
+	// every pruneEvery of them, and at the first store a lag tolerance
+	// after the last prune, the entries past cacheLagTolerance are
 	// dropped (prune).
 	stores atomic.Int64
+	// lastPrune is when the last prune ran (Unix nanoseconds; 0 before
+	// the first).
+	lastPrune atomic.Int64
 }
 
 // pruneEvery is how many stores in a term's memory of its own writes
-// (written, recent, patched) pass between two prunes. An entry is of no
-// use once cacheLagTolerance has passed, but only a pod's release removed
-// it: at 50,000 pods a replica kept one of each per pod for good, some
-// 15 MB. A prune walks every entry, so spacing it by this many stores
+// (written, recent, patched) pass between two prunes at most. An entry is
+// of no use once cacheLagTolerance has passed, but only a pod's release
+// removed it: at 50,000 pods a replica kept one of each per pod for good,
+// some 15 MB. A prune walks every entry, so spacing it by this many stores
 // keeps its cost per store constant.
+//
+// A count alone is not enough: with 64 shards a term stores about 2,300
+// entries for 50,000 pods, fewer than pruneEvery, and kept them all. So a
+// store also prunes when the last prune is a lag tolerance old, which
+// bounds the walks to one per tolerance and what is kept to what was
+// stored since the one before.
 const pruneEvery = 4096
 
-// stored counts one store and prunes every pruneEvery.
+// stored counts one store and prunes every pruneEvery, or when the last
+// prune is cacheLagTolerance old.
 func (t *Term) stored() {
-	if t.stores.Add(1)%pruneEvery == 0 {
-		t.prune(t.p.cfg.Now())
+	n := t.stores.Add(1)
+	now := t.p.cfg.Now()
+	last := t.lastPrune.Load()
+	if n%pruneEvery != 0 && now.UnixNano()-last < int64(cacheLagTolerance) {
+		return
+	}
+	// One of the stores that find a prune due runs it.
+	if t.lastPrune.CompareAndSwap(last, now.UnixNano()) {
+		t.prune(now)
 	}
 }
 
