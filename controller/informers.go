@@ -143,12 +143,12 @@ func TrimPod(obj any) (any, error) {
 	if !ok {
 		return dropManagedFields(obj)
 	}
-	meta := p.ObjectMeta
-	meta.ManagedFields = nil
-	meta.Annotations = internMap(meta.Annotations, corev1.LastAppliedConfigAnnotation, sharedValue)
-	meta.Labels = labelSets.share(meta.Labels, func(m map[string]string) map[string]string { return internMap(m, "", sharedValue) })
-	meta.Namespace = podKeys.intern(meta.Namespace)
-	c := podcache.New(p, meta)
+	om := p.ObjectMeta
+	om.ManagedFields = nil
+	om.Annotations = internMap(om.Annotations, corev1.LastAppliedConfigAnnotation, sharedValue)
+	om.Labels = labelSets.share(om.Labels, func(m map[string]string) map[string]string { return internMap(m, "", sharedValue) })
+	om.Namespace = podKeys.intern(om.Namespace)
+	c := podcache.New(p, om)
 	c.NodeName = podKeys.intern(c.NodeName)
 	return c, nil
 }
