@@ -81,11 +81,10 @@ type Term struct {
 // stored since the one before.
 const pruneEvery = 4096
 
-// stored counts one store and prunes every pruneEvery, or when the last
-// prune is cacheLagTolerance old.
-func (t *Term) stored() {
+// stored counts one store, made at now, and prunes every pruneEvery, or
+// when the last prune is cacheLagTolerance old.
+func (t *Term) stored(now time.Time) {
 	n := t.stores.Add(1)
-	now := t.p.cfg.Now()
 	last := t.lastPrune.Load()
 	if n%pruneEvery != 0 && now.UnixNano()-last < int64(cacheLagTolerance) {
 		return
@@ -254,7 +253,7 @@ func (t *Term) remember(key string, owner v1alpha1.ClaimOwner, provider string, 
 	}
 	by[provider] = al
 	t.recent.Store(key, recentAllocs{owner: owner, at: now, by: by})
-	t.stored()
+	t.stored(now)
 }
 
 func (t *Term) forget(key string) {
@@ -371,7 +370,7 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 		for _, d := range served {
 			if d.w.Port != nil {
 				t.written.Store(d.w.Port.Name, writtenPort{fingerprint: portFingerprint(d.w, pod.Spec.NodeName), at: now})
-				t.stored()
+				t.stored(now)
 			}
 		}
 	}
@@ -607,8 +606,9 @@ func (t *Term) patch(ctx context.Context, key string, pod *corev1.Pod, want map[
 	err := inStage(ctx, stagePatch, func(ctx context.Context) error {
 		out, err := t.p.cfg.Writes.PatchPod(ctx, pod.Namespace, pod.Name, body)
 		if err == nil && out != nil {
-			t.patched.Store(key, patchedVersion{uid: out.UID, version: out.ResourceVersion, at: t.p.cfg.Now()})
-			t.stored()
+			now := t.p.cfg.Now()
+			t.patched.Store(key, patchedVersion{uid: out.UID, version: out.ResourceVersion, at: now})
+			t.stored(now)
 		}
 		return err
 	})

@@ -30,7 +30,7 @@ func TestTermForgetsWritesPastTheLagTolerance(t *testing.T) {
 		term.stores.Add(1)
 	}
 	term.written.Store("young.ns", writtenPort{fingerprint: "f", at: now})
-	term.stored()
+	term.stored(now)
 
 	if _, ok := term.recent.Load("ns/old"); ok {
 		t.Error("an allocation past the lag tolerance is still remembered")
@@ -68,7 +68,7 @@ func TestTermPrunesByTimeToo(t *testing.T) {
 	// prunes: p0 ... p50 are past the tolerance, p51 ... p99 are not.
 	now = now.Add(cacheLagTolerance / 2)
 	term.written.Store("last.ns", writtenPort{fingerprint: "f", at: now})
-	term.stored()
+	term.stored(now)
 	if term.stores.Load() >= pruneEvery {
 		t.Fatalf("%d stores: the test needs fewer than pruneEvery", term.stores.Load())
 	}
