@@ -22,6 +22,7 @@ import (
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
@@ -35,6 +36,9 @@ type Caches struct {
 
 	PodInformer   cache.SharedIndexInformer
 	ClaimInformer cache.SharedIndexInformer
+	// ipIndexer is the IP record informer's store, which holds
+	// ipcache.IP objects (and *kubeovnv1.IP ones of uncommon shape).
+	ipIndexer cache.Indexer
 
 	Pods         corelisters.PodLister
 	Namespaces   corelisters.NamespaceLister
@@ -75,7 +79,9 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 	c.IPPoolLister = c.shardnet.Kubeovn().V1().IPPools().Lister()
 	// IP records and Vips are read by every replica: addresses they name
 	// are in use (adoption) whether or not this replica writes records.
-	c.IPs = c.shardnet.Kubeovn().V1().IPs().Lister()
+	// The transform caches most of them as ipcache.IP.
+	c.ipIndexer = c.shardnet.Kubeovn().V1().IPs().Informer().GetIndexer()
+	c.IPs = ipcache.NewLister(c.ipIndexer)
 	c.Vips = c.shardnet.Kubeovn().V1().Vips().Lister()
 	c.Vlans = c.shardnet.Kubeovn().V1().Vlans().Lister()
 	claims := c.shardnet.Shardnet().V1alpha1().AddressClaims()
@@ -139,6 +145,21 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 		c.synced = append(c.synced, inf.HasSynced)
 	}
 	return c, nil
+}
+
+// EachIP calls f with every cached IP record; f must not keep the record
+// it is given (ipcache.Each).
+func (c *Caches) EachIP(f func(*kubeovnv1.IP)) {
+	if c.ipIndexer != nil {
+		ipcache.Each(c.ipIndexer, f)
+		return
+	}
+	if c.IPs != nil {
+		ips, _ := c.IPs.List(labels.Everything())
+		for _, ip := range ips {
+			f(ip)
+		}
+	}
 }
 
 // Start starts every informer; WaitForSync waits for their first lists.
@@ -279,8 +300,14 @@ func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() 
 				in.Pods = append(in.Pods, p)
 			}
 		}
-		if in.IPs, err = c.IPs.List(labels.Everything()); err != nil {
-			return HoldInputs{}, err
+		// The cached records as they are, likewise.
+		for _, o := range c.ipIndexer.List() {
+			switch r := o.(type) {
+			case *ipcache.IP:
+				in.CachedIPs = append(in.CachedIPs, r)
+			case *kubeovnv1.IP:
+				in.IPs = append(in.IPs, r)
+			}
 		}
 		if in.Vips, err = c.Vips.List(labels.Everything()); err != nil {
 			return HoldInputs{}, err

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 )
 
 // DefaultGCGrace is how long a key must look orphaned, across passes,
@@ -57,20 +57,17 @@ func (g *GC) Pass(now time.Time, owned func(key string) bool) []string {
 	// there (CollectVMs), the collector leaves them alone; with it, the
 	// reconcile keeps them while the VM exists and releases them after.
 	vms := map[string]bool{}
-	if g.caches.IPs != nil {
-		ips, _ := g.caches.IPs.List(labels.Everything())
-		for _, ip := range ips {
-			if ip.Spec.PodName == "" || ip.Spec.Namespace == "" {
-				continue
-			}
-			key := ip.Spec.Namespace + "/" + ip.Spec.PodName
-			if ip.Spec.PodType == "VirtualMachine" {
-				vms[key] = true
-				continue
-			}
-			candidates[key] = true
+	g.caches.EachIP(func(ip *kubeovnv1.IP) {
+		if ip.Spec.PodName == "" || ip.Spec.Namespace == "" {
+			return
 		}
-	}
+		key := ip.Spec.Namespace + "/" + ip.Spec.PodName
+		if ip.Spec.PodType == "VirtualMachine" {
+			vms[key] = true
+			return
+		}
+		candidates[key] = true
+	})
 	if g.portPods != nil {
 		for _, k := range g.portPods() {
 			candidates[k] = true

@@ -13,6 +13,7 @@ import (
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
@@ -28,9 +29,12 @@ type HoldInputs struct {
 	// KB of garbage per pod and pass).
 	Cached []*podcache.Pod
 	IPs    []*kubeovnv1.IP
-	Vips   []*kubeovnv1.Vip
-	Ports  []ovn.PortAddress
-	Now    time.Time
+	// CachedIPs are more IP records, as the IP informer caches them
+	// (ipcache.IP), read through one reused *kubeovnv1.IP.
+	CachedIPs []*ipcache.IP
+	Vips      []*kubeovnv1.Vip
+	Ports     []ovn.PortAddress
+	Now       time.Time
 	// VMOwner, when set, is the claim owner of a launcher pod whose
 	// addresses are kept by its VM (R13): what its annotations name, and
 	// the VM-named IP record and port, hold for the VM, so that the VM
@@ -269,8 +273,21 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 			add(subnetOf(v.Spec.Subnet, "", a.Unmap()), a.Unmap(), ipam.Hold{Owner: ipam.OwnerKey(VipClaimOwner(v)), Source: "Vip " + v.Name, MAC: mac})
 		}
 	}
-	for _, i := range byKey(len(in.IPs), func(i int) string { return in.IPs[i].Name }) {
-		ip := in.IPs[i]
+	plainIPs := len(in.IPs)
+	ipName := func(i int) string {
+		if i < plainIPs {
+			return in.IPs[i].Name
+		}
+		return in.CachedIPs[i-plainIPs].Name
+	}
+	var scratchIP kubeovnv1.IP
+	for _, i := range byKey(plainIPs+len(in.CachedIPs), ipName) {
+		ip := &scratchIP
+		if int(i) < plainIPs {
+			ip = in.IPs[i]
+		} else {
+			in.CachedIPs[int(i)-plainIPs].Into(ip)
+		}
 		h := ipam.Hold{Source: "IP record " + ip.Name}
 		h.MAC, _ = ipam.ParseMAC(ip.Spec.MacAddress)
 		if ip.Spec.PodName != "" && ip.Spec.Namespace != "" {

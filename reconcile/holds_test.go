@@ -19,6 +19,7 @@ import (
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
@@ -168,10 +169,10 @@ func TestCollectHoldsAnyOrder(t *testing.T) {
 		t.Fatalf("conflicts = %+v, want five: %s with three others, 10.0.9.9 kept by a.ns with b.ns and c.ns", conflicts, a1)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	all := in.Pods
+	all, allIPs := in.Pods, in.IPs
 	for round := range 20 {
 		rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-		rng.Shuffle(len(in.IPs), func(i, j int) { in.IPs[i], in.IPs[j] = in.IPs[j], in.IPs[i] })
+		rng.Shuffle(len(allIPs), func(i, j int) { allIPs[i], allIPs[j] = allIPs[j], allIPs[i] })
 		rng.Shuffle(len(in.Ports), func(i, j int) { in.Ports[i], in.Ports[j] = in.Ports[j], in.Ports[i] })
 		rng.Shuffle(len(in.Vips), func(i, j int) { in.Vips[i], in.Vips[j] = in.Vips[j], in.Vips[i] })
 		// Some of the pods as the informer caches them, read through
@@ -184,9 +185,23 @@ func TestCollectHoldsAnyOrder(t *testing.T) {
 		for _, p := range all[k:] {
 			in.Cached = append(in.Cached, podcache.New(p, p.ObjectMeta))
 		}
+		// And some of the IP records as the informer caches them, read
+		// through one reused *kubeovnv1.IP: every one in the first round.
+		k2 := rng.IntN(len(allIPs) + 1)
+		if round == 0 {
+			k2 = 0
+		}
+		in.IPs, in.CachedIPs = allIPs[:k2], nil
+		for _, r := range allIPs[k2:] {
+			c, ok := ipcache.New(r).(*ipcache.IP)
+			if !ok {
+				t.Fatalf("IP record %s is not cached as an ipcache.IP", r.Name)
+			}
+			in.CachedIPs = append(in.CachedIPs, c)
+		}
 		h, c := CollectHolds(in)
 		if !reflect.DeepEqual(h, holds) || !reflect.DeepEqual(c, conflicts) {
-			t.Fatalf("another order, or %d of %d pods cached, gave other holds or conflicts:\n%+v\nwant\n%+v", len(all)-k, len(all), c, conflicts)
+			t.Fatalf("another order, or %d of %d pods and %d of %d IP records cached, gave other holds or conflicts:\n%+v\nwant\n%+v", len(all)-k, len(all), len(allIPs)-k2, len(allIPs), c, conflicts)
 		}
 	}
 }
