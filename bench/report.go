@@ -157,6 +157,9 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, ", missed by %.0f MiB", peak-PeakRSSGoalMiB)
 		}
 		b.WriteString(")\n")
+		if live := liveHeaps(three.LiveHeapMiB, three.Restarts); live != "" {
+			fmt.Fprintf(&b, "- live heap of a replica (what its last collection kept, `go_gc_heap_live_bytes`; --memory-limit is sized from it): %s\n", live)
+		}
 		for i, rs := range three.Restarts {
 			fmt.Fprintf(&b, "- restart %d of every replica to steady state (%d pods): **%.1f s** (goal <= %d s at 50,000 pods", i+1, r.Pods, rs.Seconds, RestartGoalSeconds)
 			if rs.Seconds > RestartGoalSeconds {
@@ -226,6 +229,21 @@ func restartPeaks(rs []Restart) string {
 		parts = append(parts, fmt.Sprintf("%.0f", slices.Max(r.PeakRSSMiB)))
 	}
 	return ", " + strings.Join(parts, " / ") + " MiB after a restart"
+}
+
+// liveHeaps says the largest live heap of the replicas once routed and
+// after each restart, "" when none was read.
+func liveHeaps(routed []float64, rs []Restart) string {
+	var parts []string
+	if len(routed) > 0 && slices.Max(routed) > 0 {
+		parts = append(parts, fmt.Sprintf("**%.0f MiB** once the pods were routed", slices.Max(routed)))
+	}
+	for i, r := range rs {
+		if len(r.LiveHeapMiB) > 0 && slices.Max(r.LiveHeapMiB) > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f MiB after restart %d", slices.Max(r.LiveHeapMiB), i+1))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func floats(v []float64) string {

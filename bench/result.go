@@ -68,6 +68,10 @@ type Scenario struct {
 	// PeakRSSMiB and CPUSeconds are per replica process.
 	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
 	CPUSeconds []float64 `json:"cpuSeconds,omitempty"`
+	// LiveHeapMiB is per replica process once the pods were annotated:
+	// the heap its last collection kept (go_gc_heap_live_bytes), what
+	// --memory-limit is sized from.
+	LiveHeapMiB []float64 `json:"liveHeapMiB,omitempty"`
 	// CPUMsPerPod is the CPU each process used over the create phase
 	// (first create to last pod annotated), in milliseconds per pod:
 	// kube-apiserver, etcd, kwok, the replicas together and the bench's
@@ -124,6 +128,9 @@ type Restart struct {
 	NBTransactions float64 `json:"nbTransactions"`
 	// PeakRSSMiB is per new replica process.
 	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
+	// LiveHeapMiB is per new replica process once steady, as
+	// Scenario.LiveHeapMiB.
+	LiveHeapMiB []float64 `json:"liveHeapMiB,omitempty"`
 }
 
 // RestartGoalSeconds is the goal for the way back to steady state after a

@@ -148,9 +148,9 @@ func TestLongestStall(t *testing.T) {
 
 func TestRestartAndMemoryReport(t *testing.T) {
 	r := &Result{Pods: 50000, Scenarios: []Scenario{{
-		Name: "shardnet-3", Replicas: 3, PodsPerSecond: 100, PeakRSSMiB: []float64{540, 560, 550},
+		Name: "shardnet-3", Replicas: 3, PodsPerSecond: 100, PeakRSSMiB: []float64{540, 560, 550}, LiveHeapMiB: []float64{240, 262.4, 251},
 		Restarts: []Restart{
-			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}},
+			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}, LiveHeapMiB: []float64{230, 270, 250}},
 			{Seconds: 45, ReadySeconds: 44, PeakRSSMiB: []float64{500, 520, 530}},
 		},
 		RawReloadSeconds: 25,
@@ -167,6 +167,7 @@ func TestRestartAndMemoryReport(t *testing.T) {
 		"**560 MiB** routing them, 610 / 530 MiB after a restart (goal <= 400 MiB at 50,000 pods, missed by 210 MiB)",
 		"restart 2 of every replica to steady state (50000 pods): **45.0 s** (goal <= 20 s at 50,000 pods, missed by 25.0 s)",
 		"at once: **25.0 s**; the slowest restart took **1.80x** that",
+		"`go_gc_heap_live_bytes`; --memory-limit is sized from it): **262 MiB** once the pods were routed, 270 MiB after restart 1\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -551,6 +551,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			rss, cpu := rp.usage()
 			sc.PeakRSSMiB = append(sc.PeakRSSMiB, rss)
 			sc.CPUSeconds = append(sc.CPUSeconds, cpu)
+			sc.LiveHeapMiB = append(sc.LiveHeapMiB, rp.liveHeapMiB())
 		}
 	}
 	if sp.name == "shardnet-3" && cfg.Profiles {
@@ -973,6 +974,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 	for i, rp := range procs {
 		rss, _ := rp.usage()
 		r.PeakRSSMiB = append(r.PeakRSSMiB, rss)
+		r.LiveHeapMiB = append(r.LiveHeapMiB, rp.liveHeapMiB())
 		if profile {
 			cfg.profile(rp.pprofAddr, fmt.Sprintf("heap-restarted-shardnet-%d.pb.gz", i), "heap", 0)
 		}
@@ -1788,6 +1790,12 @@ func scrape(addr string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// liveHeapMiB is the heap the replica's last collection kept, from its
+// go_gc_heap_live_bytes (0 when it cannot be read).
+func (rp *replicaProc) liveHeapMiB() float64 {
+	return scrape(rp.metricsAddr)["go_gc_heap_live_bytes"] / (1 << 20)
 }
 
 // usage is the process's peak RSS (MiB) and CPU time (s) from /proc.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -155,5 +156,31 @@ func TestPprofAddrMustBeLoopback(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "loopback address only") || len(s.listeners) != 0 {
 		t.Errorf("bind with --pprof-addr :0 = %v with %d listeners; want a refusal before binding", err, len(s.listeners))
+	}
+}
+
+// TestRegistryExportsLiveHeap: a replica's registry exports the live heap
+// the soft limit is sized from, beside the soft limit itself and the
+// default Go metrics.
+func TestRegistryExportsLiveHeap(t *testing.T) {
+	reg, err := newRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if m := mf.GetMetric(); len(m) == 1 && m[0].GetGauge() != nil {
+			got[mf.GetName()] = m[0].GetGauge().GetValue()
+		}
+	}
+	for _, name := range []string{"go_gc_heap_live_bytes", "go_gc_gomemlimit_bytes", "go_memstats_heap_inuse_bytes"} {
+		if got[name] <= 0 {
+			t.Errorf("%s = %v, want a positive gauge (gathered %d families)", name, got[name], len(mfs))
+		}
 	}
 }

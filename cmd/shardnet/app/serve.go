@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,11 +52,19 @@ func NewServer(ctx context.Context, opts Options, rc *rest.Config) (*Server, err
 	return s, nil
 }
 
+// liveHeapMetric is the runtime metric of the heap the last collection
+// kept, exported as go_gc_heap_live_bytes.
+var liveHeapMetric = regexp.MustCompile(`^/gc/heap/live:bytes$`)
+
 // newRegistry is a replica's registry with the process-wide collectors:
 // the Go runtime, the process, the build and client-go's REST client.
 func newRegistry() (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Beside the default Go metrics, the live heap (go_gc_heap_live_bytes:
+	// what the last collection kept), which --memory-limit is sized from.
+	reg.MustRegister(
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: liveHeapMetric})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := metrics.RegisterBuildInfo(reg, buildInfo()); err != nil {
 		return nil, err
 	}
