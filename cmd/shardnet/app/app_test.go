@@ -86,6 +86,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"intervals", func(o *Options) { o.StatusInterval = 0 }, []string{"--status-interval must be positive"}},
 		{"memory limit", func(o *Options) { o.MemoryLimit = "lots" }, []string{`--memory-limit "lots"`}},
 		{"negative memory limit", func(o *Options) { o.MemoryLimit = "-1Gi" }, []string{"want a positive quantity"}},
+		{"negative collector target", func(o *Options) { o.GCPercent = -1 }, []string{"--gc-percent -1: want a positive percentage"}},
 		{"several at once", func(o *Options) { o.Identity, o.Shards, o.GCInterval = "", 0, -time.Second },
 			[]string{"--identity", "--shards 0", "--gc-interval"}},
 	} {

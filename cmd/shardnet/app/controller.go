@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -40,6 +41,10 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	}
 	ml.apply()
 	klog.InfoS("Go soft memory limit", "bytes", ml.bytes, "from", ml.source)
+	if opts.GCPercent > 0 {
+		debug.SetGCPercent(opts.GCPercent)
+		klog.InfoS("Go collector target", "percent", opts.GCPercent, "from", "--gc-percent")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := serveReplica(ctx, opts); err != nil {
