@@ -91,13 +91,13 @@ func decodedClaimAndIP(i int) (*v1alpha1.AddressClaim, *kubeovnv1.IP) {
 	c := strings.Clone
 	addr := fmt.Sprintf("10.16.%d.%d", i/250, i%250+1)
 	claim := &v1alpha1.AddressClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + addr, UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e10", ResourceVersion: "123456",
+		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + addr, UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e10", ResourceVersion: "123456", Generation: 1,
 			Labels: map[string]string{c(v1alpha1.LabelSubnet): c("ovn-default"), c(v1alpha1.LabelFamily): c("IPv4")}},
 		Spec: v1alpha1.AddressClaimSpec{Subnet: c("ovn-default"), Address: addr, MAC: fmt.Sprintf("00:00:00:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
 			NodeName: c(fmt.Sprintf("node-%d", i%100)), Owner: v1alpha1.ClaimOwner{Kind: c(v1alpha1.OwnerPod), Namespace: c("bench"), Name: fmt.Sprintf("pod-%d", i), UID: "u"}},
 	}
 	ip := &kubeovnv1.IP{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.bench", i), UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e11", ResourceVersion: "123457",
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.bench", i), UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e11", ResourceVersion: "123457", Generation: 1,
 			Labels: map[string]string{c("ovn.kubernetes.io/subnet"): c("ovn-default"), c("ovn-default"): c("")}},
 		Spec: kubeovnv1.IPSpec{PodName: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), Subnet: c("ovn-default"), NodeName: c(fmt.Sprintf("node-%d", i%100)),
 			IPAddress: addr, V4IPAddress: addr, MacAddress: claim.Spec.MAC, PodType: c("")},

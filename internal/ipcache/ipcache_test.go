@@ -18,7 +18,7 @@ import (
 // it: every field IP keeps set.
 func decoded(t *testing.T, name string) *kubeovnv1.IP {
 	t.Helper()
-	doc := `{"metadata":{"name":"` + name + `","uid":"u-` + name + `","resourceVersion":"42","creationTimestamp":"2026-12-05T10:11:12Z",
+	doc := `{"metadata":{"name":"` + name + `","uid":"u-` + name + `","resourceVersion":"42","generation":1,"creationTimestamp":"2026-12-05T10:11:12Z",
 		"labels":{"ovn.kubernetes.io/subnet":"ovn-default","ovn-default":""}},
 		"spec":{"podName":"p","namespace":"ns","subnet":"ovn-default","nodeName":"n1","ipAddress":"10.16.0.5,fd00::5",
 		"v4IpAddress":"10.16.0.5","v6IpAddress":"fd00::5","macAddress":"00:00:00:aa:bb:cc","containerID":"c1","podType":"StatefulSet"}}`
@@ -63,6 +63,13 @@ func TestRoundTrip(t *testing.T) {
 		reflect.ValueOf(c.IP().Labels).UnsafePointer() != reflect.ValueOf(in.Labels).UnsafePointer() {
 		t.Fatal("the cached record copied the decoded one's strings or labels")
 	}
+	// A list response's item carries its kind, a watch event's object
+	// does not: both are cached alike.
+	listed := decoded(t, "p.ns")
+	listed.Kind, listed.APIVersion = "IP", "kubeovn.io/v1"
+	if c, ok := New(listed).(*IP); !ok || !reflect.DeepEqual(c.IP(), want) {
+		t.Fatalf("a listed record (with its kind) cached as %T", New(listed))
+	}
 	// A record without a creation time (as tests build them) too.
 	bare := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: kubeovnv1.IPSpec{IPAddress: "10.0.0.1"}}
 	if got := New(bare).(*IP).IP(); !reflect.DeepEqual(got, bare) {
@@ -76,11 +83,10 @@ func TestUncommonShapeKeptWhole(t *testing.T) {
 	now := metav1.Now()
 	grace := int64(1)
 	for name, edit := range map[string]func(*kubeovnv1.IP){
-		"kind":               func(ip *kubeovnv1.IP) { ip.Kind, ip.APIVersion = "IP", "kubeovn.io/v1" },
+		"another kind":       func(ip *kubeovnv1.IP) { ip.Kind, ip.APIVersion = "Vip", "kubeovn.io/v1" },
 		"namespace":          func(ip *kubeovnv1.IP) { ip.Namespace = "ns" },
 		"generateName":       func(ip *kubeovnv1.IP) { ip.GenerateName = "g" },
 		"selfLink":           func(ip *kubeovnv1.IP) { ip.SelfLink = "/x" },
-		"generation":         func(ip *kubeovnv1.IP) { ip.Generation = 1 },
 		"deletionTimestamp":  func(ip *kubeovnv1.IP) { ip.DeletionTimestamp = &now },
 		"deletionGrace":      func(ip *kubeovnv1.IP) { ip.DeletionGracePeriodSeconds = &grace },
 		"annotations":        func(ip *kubeovnv1.IP) { ip.Annotations = map[string]string{} },
