@@ -160,8 +160,8 @@ func TrimPod(obj any) (any, error) {
 // have in common (subnet, node, namespace, kinds) with the others, through
 // podKeys.
 // Nothing else is dropped: an IP record is written back from its cached
-// copy. IP records of the common shape are then cached as ipcache.IP (224
-// bytes instead of 496; the listers build a *kubeovnv1.IP from it).
+// copy. IP records of the common shape are then cached as ipcache.IP (240
+// bytes instead of 512; the listers build a *kubeovnv1.IP from it).
 func trimCRD(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *kubeovnv1.IP:

@@ -301,12 +301,19 @@ func (c *Caches) HoldSource(ports func() ([]ovn.PortAddress, error), now func() 
 			}
 		}
 		// The cached records as they are, likewise.
-		for _, o := range c.ipIndexer.List() {
-			switch r := o.(type) {
-			case *ipcache.IP:
-				in.CachedIPs = append(in.CachedIPs, r)
-			case *kubeovnv1.IP:
-				in.IPs = append(in.IPs, r)
+		switch {
+		case c.ipIndexer != nil:
+			for _, o := range c.ipIndexer.List() {
+				switch r := o.(type) {
+				case *ipcache.IP:
+					in.CachedIPs = append(in.CachedIPs, r)
+				case *kubeovnv1.IP:
+					in.IPs = append(in.IPs, r)
+				}
+			}
+		case c.IPs != nil:
+			if in.IPs, err = c.IPs.List(labels.Everything()); err != nil {
+				return HoldInputs{}, err
 			}
 		}
 		if in.Vips, err = c.Vips.List(labels.Everything()); err != nil {
