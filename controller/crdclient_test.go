@@ -18,20 +18,29 @@ import (
 
 type clientset = versioned.Interface
 
-// CRDClient reads what the API server writes as the generated clientset
-// does: the same lists, the same watch events, the same objects, for
-// claims and IP records with escaped and non-ASCII content.
-func TestCRDClientReadsAsGenerated(t *testing.T) {
+// startWithCRDClient starts etcd and kube-apiserver (skipped in -short
+// runs) and returns them, a CRDClient of theirs and a context of two
+// minutes, cancelled when the test ends.
+func startWithCRDClient(t *testing.T) (*harness.Kube, clientset, context.Context) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver")
 	}
 	kube := harness.StartKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	fast, err := CRDClient(kube.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return kube, fast, ctx
+}
+
+// CRDClient reads what the API server writes as the generated clientset
+// does: the same lists, the same watch events, the same objects, for
+// claims and IP records with escaped and non-ASCII content.
+func TestCRDClientReadsAsGenerated(t *testing.T) {
+	kube, fast, ctx := startWithCRDClient(t)
 	std := kube.Shardnet
 
 	odd := `"quoted" \back\slash <tag> & ünïcödé {"kind":"IP"} ` + "\u2028"

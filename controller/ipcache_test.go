@@ -14,7 +14,6 @@ import (
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/internal/ipcache"
-	"github.com/shardnet/shardnet/test/harness"
 )
 
 // TestIPInformerCachesCompactRecords: on a real API server, the IP record
@@ -23,16 +22,7 @@ import (
 // brought them, keeps a record with more as it came, and its lister reads
 // back what the API server holds.
 func TestIPInformerCachesCompactRecords(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver")
-	}
-	kube := harness.StartKube(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	fast, err := CRDClient(kube.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, fast, ctx := startWithCRDClient(t)
 	record := func(i int) *kubeovnv1.IP {
 		return &kubeovnv1.IP{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.default", i),
