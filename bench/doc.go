@@ -44,8 +44,9 @@
 // state: every shard owned and synced (each pod it was seeded with
 // reconciled since the start, shardnet_shards_synced) and no key queued.
 // Peak RSS is reported for the routing and for each restart, against the
-// 400 MiB goal at 50,000 pods; the replicas run with deploy/base's
-// --memory-limit. With Profiles, pprof heap profiles of the replicas and
+// 400 MiB goal at 50,000 pods, with the live heap the replicas' last
+// collection kept (go_gc_heap_live_bytes) at the same moments; the
+// replicas run with deploy/base's --memory-limit. With Profiles, pprof heap profiles of the replicas and
 // CPU profiles of the replicas and the API server over the create phases
 // of the raw and 3-replica scenarios and over the first restart go to
 // Out/pprof, and every replica's log to Out/logs, so that a missed
