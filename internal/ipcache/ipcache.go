@@ -118,27 +118,30 @@ func (c *IP) IP() *kubeovnv1.IP {
 // *kubeovnv1.IP again and again instead of allocating one each.
 func (c *IP) Into(ip *kubeovnv1.IP) {
 	*ip = kubeovnv1.IP{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion, Generation: c.Generation, Labels: c.Labels},
+		ObjectMeta: c.meta(),
 		Spec: kubeovnv1.IPSpec{
 			PodName: c.PodName, Namespace: c.Namespace, Subnet: c.Subnet, NodeName: c.NodeName,
 			IPAddress: c.IPAddress, V4IPAddress: c.V4IPAddress, V6IPAddress: c.V6IPAddress,
 			MacAddress: c.MacAddress, ContainerID: c.ContainerID, PodType: c.PodType,
 		},
 	}
+}
+
+// meta is the record's object metadata, sharing c's label map.
+func (c *IP) meta() metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion, Generation: c.Generation, Labels: c.Labels}
 	if c.created != zeroTime {
-		ip.CreationTimestamp = metav1.NewTime(time.Unix(c.created, 0))
+		m.CreationTimestamp = metav1.NewTime(time.Unix(c.created, 0))
 	}
+	return m
 }
 
 // GetObjectMeta makes IP an ObjectMetaAccessor, which is how the
 // informer's key and index functions read its name. The metadata is built
 // anew: changing it changes nothing in the cache.
 func (c *IP) GetObjectMeta() metav1.Object {
-	m := &metav1.ObjectMeta{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion, Generation: c.Generation, Labels: c.Labels}
-	if c.created != zeroTime {
-		m.CreationTimestamp = metav1.NewTime(time.Unix(c.created, 0))
-	}
-	return m
+	m := c.meta()
+	return &m
 }
 
 // GetObjectKind makes IP a runtime.Object, for the parts of client-go

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -41,8 +40,7 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	}
 	ml.apply()
 	klog.InfoS("Go soft memory limit", "bytes", ml.bytes, "from", ml.source)
-	if opts.GCPercent > 0 {
-		debug.SetGCPercent(opts.GCPercent)
+	if applyGCPercent(opts.GCPercent) {
 		klog.InfoS("Go collector target", "percent", opts.GCPercent, "from", "--gc-percent")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -90,3 +90,13 @@ func parseCgroupLimit(s string) (int64, bool) {
 	}
 	return n, true
 }
+
+// applyGCPercent sets the collector's target to --gc-percent when it is
+// set (positive), and reports whether it did; 0 leaves GOGC or Go's 100.
+func applyGCPercent(percent int) bool {
+	if percent <= 0 {
+		return false
+	}
+	debug.SetGCPercent(percent)
+	return true
+}

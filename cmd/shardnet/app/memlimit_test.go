@@ -1,6 +1,7 @@
 package app
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,24 @@ func TestParseCgroupLimit(t *testing.T) {
 		if got != want || ok != (want > 0) {
 			t.Errorf("parseCgroupLimit(%q) = %d, %v; want %d", in, got, ok, want)
 		}
+	}
+}
+
+// TestApplyGCPercent: --gc-percent sets the collector's target; 0 leaves
+// it as it was.
+func TestApplyGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	if applyGCPercent(0) {
+		t.Error("applyGCPercent(0) reports a change")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after applyGCPercent(0) the target is %d, want it left at 100", got)
+	}
+	if !applyGCPercent(50) {
+		t.Error("applyGCPercent(50) reports no change")
+	}
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Errorf("after applyGCPercent(50) the target is %d, want 50", got)
 	}
 }
