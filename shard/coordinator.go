@@ -209,6 +209,10 @@ type Coordinator struct {
 	ledSince atomic.Int64
 	// term is the current leadership term (LeaderTerm), 0 when unknown.
 	term atomic.Uint64
+	// electedAt is the clock reading (UnixNano) taken before sending the
+	// last write that left the leader Lease naming this replica, 0 when
+	// none counts (electionLock).
+	electedAt atomic.Int64
 	// elector is the current election attempt, for IsLeader.
 	elector atomic.Pointer[leaderelection.LeaderElector]
 
@@ -317,9 +321,13 @@ func (c *Coordinator) IsLeader() bool {
 
 // LeaderTerm returns this replica's leadership term for the writes only
 // the leader makes, checked at the moment of the call: it fails unless the
-// replica leads and its member Lease was renewed within RenewDeadline. A
+// replica leads, its member Lease was renewed within RenewDeadline and the
+// leader Lease within the election's renew deadline (electionTimings). A
 // paused leader that resumes fails here before its first write, even
-// before its run loop noticed the pause. Terms grow with every leader
+// before its run loop or its elector noticed the pause: its member Lease,
+// which it may renew at once, says nothing of the election, and a renewal
+// of the leader Lease sent before the pause counts from when it was sent
+// (electionLock). Terms grow with every leader
 // (the leader Lease's acquire time), so a store that records the newest
 // term (ovn.Client.TakeOver with ovn.LeaderShard) refuses a deposed
 // leader's writes even when this check passed just before a pause.
@@ -327,8 +335,17 @@ func (c *Coordinator) LeaderTerm() (uint64, error) {
 	if !c.IsLeader() {
 		return 0, ErrNotLeader
 	}
-	if at := c.renewedAt.Load(); at == 0 || c.lost.Load() || c.clock.Now().Sub(time.Unix(0, at)) > c.cfg.RenewDeadline {
+	return c.fencedTerm(c.clock.Now())
+}
+
+// fencedTerm is LeaderTerm's check past the elector's own view: both
+// Leases renewed recently enough at now, and the term known.
+func (c *Coordinator) fencedTerm(now time.Time) (uint64, error) {
+	if at := c.renewedAt.Load(); at == 0 || c.lost.Load() || now.Sub(time.Unix(0, at)) > c.cfg.RenewDeadline {
 		return 0, fmt.Errorf("%w: member lease not renewed within the renew deadline", ErrNotLeader)
+	}
+	if at, rd := c.electedAt.Load(), electionRenewDeadline(c.cfg); at == 0 || now.Sub(time.Unix(0, at)) > rd {
+		return 0, fmt.Errorf("%w: leader lease not renewed within the election's renew deadline", ErrNotLeader)
 	}
 	t := c.term.Load()
 	if t == 0 {

@@ -48,7 +48,15 @@
 //     have no member Lease at all (every replica was restarted and the
 //     others are still loading their caches), so their shards are not
 //     given to it and moved back a moment later. An existing Lease, even expired, is not
-//     waited for: a dead replica's shards move as soon as without it.
+//     waited for: a dead replica's shards move as soon as without it;
+//   - a leader's own writes (LeaderTerm) stop once its last renewal of the
+//     leader Lease was sent longer than the election's renew deadline ago,
+//     whatever its elector still believes, so a leader resumed after a
+//     pause is refused before its elector notices it lost the Lease;
+//   - a leader that gives the Lease up releases it only if the Lease still
+//     names its own term: client-go decides to release from the record it
+//     observed before a pause, and would otherwise clear a successor's
+//     Lease (electionLock).
 //
 // Not guaranteed:
 //   - fencing. Like client-go's leader election this package cannot stop a

@@ -19,10 +19,14 @@ import (
 func (c *Coordinator) electLoop(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	for ctx.Err() == nil {
-		lock := &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: c.leaderName, Namespace: c.cfg.Namespace},
-			Client:     c.cfg.Client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity},
+		lock := &electionLock{
+			Interface: &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Name: c.leaderName, Namespace: c.cfg.Namespace},
+				Client:     c.cfg.Client.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity},
+			},
+			clock:     c.clock,
+			renewedAt: &c.electedAt,
 		}
 		leaseDuration, renewDeadline := electionTimings(c.cfg)
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -88,6 +92,12 @@ func (c *Coordinator) electLoop(ctx context.Context) {
 		c.elector.Store(le)
 		le.Run(ctx)
 	}
+}
+
+// electionRenewDeadline is the renew deadline the elector runs with.
+func electionRenewDeadline(cfg Config) time.Duration {
+	_, rd := electionTimings(cfg)
+	return rd
 }
 
 // electionTimings shortens the election lease by one RetryPeriod against the
