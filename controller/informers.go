@@ -146,10 +146,20 @@ func TrimPod(obj any) (any, error) {
 	}
 	om := p.ObjectMeta
 	om.ManagedFields = nil
-	om.Annotations = internMap(om.Annotations, corev1.LastAppliedConfigAnnotation, sharedValue)
+	ann := om.Annotations
+	om.Annotations = nil
 	om.Labels = labelSets.share(om.Labels, func(m map[string]string) map[string]string { return internMap(m, "", sharedValue) })
 	om.Namespace = podKeys.intern(om.Namespace)
 	c := podcache.New(p, om)
+	c.Annotations = podcache.NewAnnotationsFunc(ann, func(k, v string) (string, string, bool) {
+		if k == corev1.LastAppliedConfigAnnotation {
+			return "", "", false
+		}
+		if sharedValue(k) {
+			v = podKeys.intern(v)
+		}
+		return podKeys.intern(k), v, true
+	})
 	c.NodeName = podKeys.intern(c.NodeName)
 	return c, nil
 }

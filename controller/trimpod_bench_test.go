@@ -27,6 +27,7 @@ func decodedPod(i int) *corev1.Pod {
 		"allocated": "true", "routed": "true", "ip_address": fmt.Sprintf("10.16.%d.%d", i/250, i%250+1),
 		"mac_address": fmt.Sprintf("00:00:00:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
 		"cidr":        "10.16.0.0/16", "gateway": "10.16.0.1", "logical_switch": "ovn-default", "pod_nic_type": "veth-pair",
+		"logical_router": "ovn-cluster",
 	} {
 		ann[c("ovn.kubernetes.io/"+k)] = c(v)
 	}

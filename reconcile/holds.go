@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"cmp"
+	"iter"
+	"maps"
 	"math"
 	"net/netip"
 	"slices"
@@ -152,20 +154,24 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 	// (the VM's), when it is not the pod's own.
 	holderOf := map[string]string{}
 	type livePod struct {
-		ann     map[string]string
+		ann     podAnnotations
 		key     string // namespace/name
 		created int64
 	}
 	live := make([]livePod, 0, pods)
 	// A cached pod is read through one *corev1.Pod filled again for each;
-	// only its annotations, which the cache shares, are kept.
+	// only its annotations, as the cache keeps them, are kept.
 	var scratch corev1.Pod
 	for i := range pods {
 		p := &scratch
+		var ann podAnnotations
 		if i < len(in.Pods) {
 			p = in.Pods[i]
+			ann.m = p.Annotations
 		} else {
-			in.Cached[i-len(in.Pods)].Into(p)
+			c := in.Cached[i-len(in.Pods)]
+			c.Into(p)
+			ann.c, ann.cached = c.Annotations, true
 		}
 		if p.Spec.HostNetwork || !holdsAddresses(p, in.Now) {
 			continue
@@ -187,7 +193,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 		if !p.CreationTimestamp.IsZero() {
 			created = p.CreationTimestamp.UnixNano()
 		}
-		live = append(live, livePod{p.Annotations, key, created})
+		live = append(live, livePod{ann, key, created})
 	}
 	// The older pod first, then by name.
 	slices.SortFunc(live, func(x, y livePod) int {
@@ -232,17 +238,17 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 		providers = appendAnnotatedProviders(providers[:0], ann)
 		for _, provider := range providers {
 			k := keys.of(provider)
-			addrs, err := ipam.ParseAddresses(ann[k.ip])
+			addrs, err := ipam.ParseAddresses(ann.get(k.ip))
 			if err != nil {
 				continue
 			}
-			mac, _ := ipam.ParseMAC(ann[k.mac])
+			mac, _ := ipam.ParseMAC(ann.get(k.mac))
 			for _, a := range [2]netip.Addr{addrs.V4, addrs.V6} {
 				if !a.IsValid() {
 					continue
 				}
 				owner := ownerOf[key]
-				if o, ok := vipOwners[vipAddr{ann[vipKey], a}]; ok && provider == DefaultProvider {
+				if o, ok := vipOwners[vipAddr{ann.get(vipKey), a}]; ok && provider == DefaultProvider {
 					// The pod was given a Vip's address: the Vip's claims
 					// hold it, not the pod's (D14).
 					u := vipUsed[a]
@@ -250,7 +256,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 					vipUsed[a] = u
 					owner = o
 				}
-				ph := podHold{subnetOf(ann[k.ls], provider, a), a, ipam.Hold{Owner: owner, Source: source, MAC: mac}}
+				ph := podHold{subnetOf(ann.get(k.ls), provider, a), a, ipam.Hold{Owner: owner, Source: source, MAC: mac}}
 				if portPod[a] == key || (holderOf[key] != "" && portPod[a] == holderOf[key]) {
 					add(ph.subnet, ph.a, ph.h)
 				} else {
@@ -384,10 +390,34 @@ func holdsAddresses(p *corev1.Pod, now time.Time) bool {
 	return sts
 }
 
+// podAnnotations are a pod's annotations as CollectHolds keeps them: the
+// map of a plain pod, or the cache's own form of a cached one (no map is
+// built for it).
+type podAnnotations struct {
+	m      map[string]string
+	c      podcache.Annotations
+	cached bool
+}
+
+func (a podAnnotations) get(k string) string {
+	if a.cached {
+		v, _ := a.c.Get(k)
+		return v
+	}
+	return a.m[k]
+}
+
+func (a podAnnotations) all() iter.Seq2[string, string] {
+	if a.cached {
+		return a.c.All()
+	}
+	return maps.All(a.m)
+}
+
 // appendAnnotatedProviders appends to out the providers a pod's
 // annotations say were allocated, sorted.
-func appendAnnotatedProviders(out []string, annotations map[string]string) []string {
-	for k, v := range annotations {
+func appendAnnotatedProviders(out []string, annotations podAnnotations) []string {
+	for k, v := range annotations.all() {
 		provider, ok := strings.CutSuffix(k, ".kubernetes.io/"+KeyAllocated)
 		if v != "true" || !ok || provider == "" {
 			continue

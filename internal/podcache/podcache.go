@@ -3,19 +3,26 @@
 // reads, in a struct of about 400 bytes instead of the 1.2 KiB of a
 // corev1.Pod whose other fields are all empty. At 50,000 pods that is
 // about 40 MiB less heap per replica, and less for the collector to scan.
+// Its annotations are kept as sorted key and value pairs (Annotations),
+// not a map: 288 bytes for the nine a routed pod carries instead of about
+// 630, another 18 MiB at 50,000 pods. A reader that needs one value reads
+// it there (Get); the pods built for other readers get a map of their own.
 //
 // Readers keep their *corev1.Pod: Lister is a corelisters.PodLister over
 // the informer's indexer that hands out a fresh *corev1.Pod built from
 // each cached Pod (Pod.Pod), and Of does the same for the objects an
 // event handler or an index function receives. The built pod shares the
-// cached one's maps, slices and strings, so, as with any informer's
-// objects, readers must not change it; they never did.
+// cached one's label map, slices and strings, so, as with any informer's
+// objects, readers must not change it; they never did. Through
+// metav1.Object, a cached Pod's GetAnnotations builds a map too.
 //
 // An indexer may also hold plain *corev1.Pod objects (tests fill
 // indexers by hand): Lister and Of pass those through.
 package podcache
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +35,14 @@ import (
 
 // Pod is a cached pod: what Pod.Pod restores, and nothing else. The
 // metadata is the whole of it (managedFields aside, which the informer's
-// transform drops); of the spec and status, only the fields below.
+// transform drops), its annotations kept as Annotations rather than a
+// map; of the spec and status, only the fields below.
 type Pod struct {
+	// ObjectMeta's Annotations stay nil: Annotations holds them.
 	metav1.ObjectMeta
+	// Annotations shadows ObjectMeta's map, as do GetAnnotations and
+	// SetAnnotations.
+	Annotations Annotations
 
 	NodeName    string
 	HostNetwork bool
@@ -50,8 +62,11 @@ type Pod struct {
 // New returns the cached form of p with meta as its metadata (the
 // transform's trimmed copy of p's). It shares p's slices and strings.
 func New(p *corev1.Pod, meta metav1.ObjectMeta) *Pod {
+	ann := NewAnnotations(meta.Annotations)
+	meta.Annotations = nil
 	return &Pod{
 		ObjectMeta:                    meta,
+		Annotations:                   ann,
 		NodeName:                      p.Spec.NodeName,
 		HostNetwork:                   p.Spec.HostNetwork,
 		RestartPolicy:                 p.Spec.RestartPolicy,
@@ -66,7 +81,8 @@ func New(p *corev1.Pod, meta metav1.ObjectMeta) *Pod {
 }
 
 // Pod returns a new *corev1.Pod with c's fields. It shares c's maps,
-// slices and strings: it is read-only, as the cache is.
+// slices and strings (its annotations are a new map of c's strings): it
+// is read-only, as the cache is.
 func (c *Pod) Pod() *corev1.Pod {
 	p := new(corev1.Pod)
 	c.Into(p)
@@ -76,9 +92,13 @@ func (c *Pod) Pod() *corev1.Pod {
 // Into sets the fields of p that Pod keeps to c's, sharing c's maps,
 // slices and strings, and leaves p's other fields as they are: a reader
 // of many cached pods, one at a time, can fill one *corev1.Pod again and
-// again instead of allocating one each.
+// again instead of allocating one each. The annotations go into p's own
+// annotation map, emptied first, when it has one: that map must be p's
+// alone (one an earlier Into made), never one shared with a cache.
 func (c *Pod) Into(p *corev1.Pod) {
+	ann := p.Annotations
 	p.ObjectMeta = c.ObjectMeta
+	p.Annotations = c.Annotations.Fill(ann)
 	p.Spec.NodeName = c.NodeName
 	p.Spec.HostNetwork = c.HostNetwork
 	p.Spec.RestartPolicy = c.RestartPolicy
@@ -95,10 +115,21 @@ func (c *Pod) Into(p *corev1.Pod) {
 // that look for one. A cached pod carries no kind.
 func (c *Pod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
+// GetAnnotations returns a new map of c's annotations (nil when it has
+// none), for the parts of client-go that read metadata through
+// metav1.Object.
+func (c *Pod) GetAnnotations() map[string]string { return c.Annotations.Map() }
+
+// SetAnnotations sets c's annotations to m's.
+func (c *Pod) SetAnnotations(m map[string]string) { c.Annotations = NewAnnotations(m) }
+
 // DeepCopyObject returns a deep copy of c.
 func (c *Pod) DeepCopyObject() runtime.Object {
 	out := *c
 	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	if c.Annotations != nil {
+		out.Annotations = slices.Clone(c.Annotations)
+	}
 	if c.TerminationGracePeriodSeconds != nil {
 		v := *c.TerminationGracePeriodSeconds
 		out.TerminationGracePeriodSeconds = &v

@@ -2,6 +2,7 @@ package podcache
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,10 +64,11 @@ func TestDeepCopyObject(t *testing.T) {
 	if !reflect.DeepEqual(cp, c) {
 		t.Fatalf("copy differs: %+v", cp)
 	}
-	cp.Annotations["x"] = "y"
+	cp.Annotations[1] = "10.9.9.9"
+	cp.Labels["x"] = "y"
 	cp.PodIPs[0].IP = "10.9.9.9"
 	*cp.TerminationGracePeriodSeconds = 1
-	if _, ok := c.Annotations["x"]; ok || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 {
+	if _, ok := c.Labels["x"]; ok || c.Annotations[1] != "10.0.0.5" || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 {
 		t.Fatal("the copy shares the original's maps, slices or pointers")
 	}
 	if !c.GetObjectKind().GroupVersionKind().Empty() {
@@ -108,5 +110,89 @@ func TestLister(t *testing.T) {
 	}
 	if _, err := l.Pods("a").Get("missing"); !errors.IsNotFound(err) {
 		t.Fatalf("Get of a missing pod: %v, want NotFound", err)
+	}
+}
+
+// TestAnnotations: a cached pod's annotations, kept as sorted pairs, read
+// back as the map they came from through every way in: Get, All, Map,
+// the metav1.Object accessors, and Into over a pod used before.
+func TestAnnotations(t *testing.T) {
+	m := map[string]string{
+		"ovn.kubernetes.io/routed": "true", "ovn.kubernetes.io/allocated": "true", "b": "", "a": "1",
+		"ovn.kubernetes.io/ip_address": "10.16.0.5", "ovn.kubernetes.io/mac_address": "00:00:00:aa:bb:cc",
+		"ovn.kubernetes.io/cidr": "10.16.0.0/16", "ovn.kubernetes.io/gateway": "10.16.0.1",
+		"ovn.kubernetes.io/logical_switch": "ovn-default", "ovn.kubernetes.io/logical_router": "ovn-cluster",
+	}
+	a := NewAnnotations(m)
+	if a.Len() != len(m) {
+		t.Fatalf("Len %d, want %d", a.Len(), len(m))
+	}
+	var keys []string
+	for k, v := range a.All() {
+		keys = append(keys, k)
+		if m[k] != v {
+			t.Errorf("All: %s=%q, want %q", k, v, m[k])
+		}
+	}
+	if !slices.IsSorted(keys) || len(keys) != len(m) {
+		t.Errorf("All yields %v, want every key once, sorted", keys)
+	}
+	for k, v := range m {
+		if got, ok := a.Get(k); !ok || got != v {
+			t.Errorf("Get(%s) = %q, %v; want %q", k, got, ok, v)
+		}
+	}
+	for _, k := range []string{"", "0", "c", "ovn.kubernetes.io/", "zzz"} {
+		if got, ok := a.Get(k); ok {
+			t.Errorf("Get(%q) = %q, true; want nothing", k, got)
+		}
+	}
+	if got := a.Map(); !reflect.DeepEqual(got, m) {
+		t.Errorf("Map = %v, want %v", got, m)
+	}
+	if NewAnnotations(nil) != nil || NewAnnotations(nil).Map() != nil {
+		t.Error("no annotations became some")
+	}
+	if e := NewAnnotations(map[string]string{}); e == nil || e.Map() == nil || len(e.Map()) != 0 {
+		t.Error("an empty map did not come back empty")
+	}
+	dropped := NewAnnotationsFunc(m, func(k, v string) (string, string, bool) { return k, v + "!", k != "a" })
+	if _, ok := dropped.Get("a"); ok || dropped.Len() != len(m)-1 {
+		t.Errorf("NewAnnotationsFunc kept %v", dropped)
+	}
+	if v, _ := dropped.Get("b"); v != "!" {
+		t.Errorf("NewAnnotationsFunc value %q, want the changed one", v)
+	}
+
+	in := kept("ns", "p")
+	in.Annotations = m
+	c := New(in, in.ObjectMeta)
+	if c.ObjectMeta.Annotations != nil {
+		t.Error("the cached pod keeps the annotation map too")
+	}
+	if got := c.GetAnnotations(); !reflect.DeepEqual(got, m) {
+		t.Errorf("GetAnnotations = %v", got)
+	}
+	var o metav1.Object = c
+	if got := o.GetAnnotations(); !reflect.DeepEqual(got, m) {
+		t.Errorf("metav1.Object GetAnnotations = %v", got)
+	}
+	c.SetAnnotations(map[string]string{"k": "v"})
+	if got := c.GetAnnotations(); !reflect.DeepEqual(got, map[string]string{"k": "v"}) {
+		t.Errorf("after SetAnnotations: %v", got)
+	}
+
+	// Into fills one pod again and again: the annotations of the pod read
+	// before do not stay, and a pod without annotations has none.
+	scratch := new(corev1.Pod)
+	other := kept("ns", "q")
+	other.Annotations = map[string]string{"only": "q"}
+	bare := kept("ns", "r")
+	bare.Annotations = nil
+	for _, want := range []*corev1.Pod{in, other, in, bare, other} {
+		New(want, want.ObjectMeta).Into(scratch)
+		if !reflect.DeepEqual(scratch, want) {
+			t.Fatalf("Into over a used pod:\n got %+v\nwant %+v", scratch, want)
+		}
 	}
 }
