@@ -171,7 +171,7 @@ func CollectHolds(in HoldInputs) (Holds, []HoldConflict) {
 		} else {
 			c := in.Cached[i-len(in.Pods)]
 			c.Into(p)
-			ann.c, ann.cached = c.Annotations, true
+			ann.c = c.Annotations
 		}
 		if p.Spec.HostNetwork || !holdsAddresses(p, in.Now) {
 			continue
@@ -392,15 +392,14 @@ func holdsAddresses(p *corev1.Pod, now time.Time) bool {
 
 // podAnnotations are a pod's annotations as CollectHolds keeps them: the
 // map of a plain pod, or the cache's own form of a cached one (no map is
-// built for it).
+// built for it). With neither, the pod has none.
 type podAnnotations struct {
-	m      map[string]string
-	c      podcache.Annotations
-	cached bool
+	m map[string]string
+	c podcache.Annotations
 }
 
 func (a podAnnotations) get(k string) string {
-	if a.cached {
+	if a.c != nil {
 		v, _ := a.c.Get(k)
 		return v
 	}
@@ -408,7 +407,7 @@ func (a podAnnotations) get(k string) string {
 }
 
 func (a podAnnotations) all() iter.Seq2[string, string] {
-	if a.cached {
+	if a.c != nil {
 		return a.c.All()
 	}
 	return maps.All(a.m)
