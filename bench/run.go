@@ -76,6 +76,9 @@ type Config struct {
 	// ReplicaMemoryLimit is the replicas' --memory-limit; the command's
 	// default is deploy/base's, empty leaves the replicas' own (auto).
 	ReplicaMemoryLimit string
+	// ReplicaGCPercent is the replicas' --gc-percent; 0 (the command's
+	// default, as deploy/base) passes none: GOGC, else Go's 100.
+	ReplicaGCPercent int
 	// NBCeilingPorts is how many ports the Northbound ceiling inserts at
 	// each batch size (measureNBCeiling); 0 takes 2,000, a negative value
 	// skips it.
@@ -1582,10 +1585,14 @@ func startReplicaOnce(p *harness.Program, cfg Config, sp spec, kube *harness.Kub
 		fmt.Sprintf("--ip-records=%v", cfg.IPRecords),
 		"--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s",
 	}
-	args = append(args, cfg.ReplicaArgs...)
 	if cfg.ReplicaMemoryLimit != "" {
 		args = append(args, "--memory-limit="+cfg.ReplicaMemoryLimit)
 	}
+	if cfg.ReplicaGCPercent > 0 {
+		args = append(args, fmt.Sprintf("--gc-percent=%d", cfg.ReplicaGCPercent))
+	}
+	// Last, so that -replica-args overrides the flags above.
+	args = append(args, cfg.ReplicaArgs...)
 	if sp.shards == 1 {
 		// One shard with as many workers as 64 shards of 4 would be
 		// unfair the other way: kube-ovn's pod controller runs a handful.

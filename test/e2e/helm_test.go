@@ -177,6 +177,7 @@ coordinationNamespace: network-coordination
 createNamespace: false
 image: {repository: registry.example/shardnet, tag: v9.9.9}
 memoryLimit: auto
+gcPercent: 50
 `
 
 // byKind indexes objects by kind, then by namespace/name.
@@ -379,7 +380,7 @@ func TestHelmChartRender(t *testing.T) {
 				t.Errorf("--%s=%q, want %q (args %v)", flag, v, want, args)
 			}
 		}
-		for _, flag := range []string{"metrics-secure", "enable-pprof", "pprof-addr", "nb-endpoints", "ovn-nb-addr", "metrics-cert-dir"} {
+		for _, flag := range []string{"metrics-secure", "enable-pprof", "pprof-addr", "nb-endpoints", "ovn-nb-addr", "metrics-cert-dir", "gc-percent"} {
 			if hasFlag(args, flag) {
 				t.Errorf("--%s passed by default (args %v)", flag, args)
 			}
@@ -502,6 +503,9 @@ func TestHelmChartRender(t *testing.T) {
 		}
 		if v, _ := flagValue(args, "memory-limit"); v != "auto" {
 			t.Errorf("--memory-limit=%s", v)
+		}
+		if v, _ := flagValue(args, "gc-percent"); v != "50" {
+			t.Errorf("--gc-percent=%s, want 50 (gcPercent)", v)
 		}
 		checkFlagsParse(t, args)
 		env := containerEnv(t, sts)
@@ -771,7 +775,7 @@ func TestHelmChartRBACMatchesBase(t *testing.T) {
 		}
 	}
 	bargs, cargs := containerArgs(t, bs), containerArgs(t, cs)
-	for _, flag := range []string{"namespace", "shards", "metrics-addr", "health-addr", "memory-limit"} {
+	for _, flag := range []string{"namespace", "shards", "metrics-addr", "health-addr", "memory-limit", "gc-percent"} {
 		b, _ := flagValue(bargs, flag)
 		c, _ := flagValue(cargs, flag)
 		if b != c {

@@ -43,6 +43,7 @@ func run(args []string) int {
 	restarts := fs.Int("restarts", 1, "times every replica of shardnet-3 is restarted once its pods are routed, each timed back to steady state")
 	profiles := fs.Bool("profiles", true, "write pprof heap and CPU profiles of the shardnet-3 replicas and the API server to OUT/pprof")
 	memLimit := fs.String("replica-memory-limit", "512Mi", "the replicas' --memory-limit, as deploy/base sets it (empty: the replicas' default, auto)")
+	gcPercent := fs.Int("replica-gc-percent", 0, "the replicas' --gc-percent (0, as deploy/base: none, so GOGC or Go's 100)")
 	replicaArgs := fs.String("replica-args", "", "more flags for every replica, space-separated (for example -v=4)")
 	kubeconfig := fs.String("kubeconfig", "", "run against the cluster of this kubeconfig (kwok and shardnet installed there) instead of servers of the bench's own: the raw ceiling as plain pod creates and "+bench.InstalledScenario+"; everything created is labelled "+bench.LabelRun+"=<run id> and deleted at the end")
 	keep := fs.Bool("keep", false, "with -kubeconfig: leave the run's namespaces, pods and kwok nodes in place")
@@ -96,7 +97,7 @@ func run(args []string) int {
 		Pods: *pods, IPRecords: *ipRecords, Shardnet: *bin, Out: *out,
 		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
 		ProgressLines: os.Stderr, ProgressInterval: *progressEvery,
-		Scenarios: only, HalfRate: *halfRate, Restarts: *restarts, Profiles: *profiles, ReplicaMemoryLimit: *memLimit,
+		Scenarios: only, HalfRate: *halfRate, Restarts: *restarts, Profiles: *profiles, ReplicaMemoryLimit: *memLimit, ReplicaGCPercent: *gcPercent,
 		ReplicaArgs: strings.Fields(*replicaArgs), NBCeilingPorts: nbCeilingPorts(*nbCeiling),
 		Kubeconfig: *kubeconfig, Keep: *keep, Subnet: *subnet,
 	})
