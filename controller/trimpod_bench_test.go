@@ -14,6 +14,7 @@ import (
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 )
 
@@ -190,7 +191,12 @@ func TestTrimCRDSharesLabelsAndKeepsTheRest(t *testing.T) {
 	}
 	x, _ := trimCRD(claim(1))
 	y, _ := trimCRD(claim(2))
-	cx, cy := x.(*v1alpha1.AddressClaim), y.(*v1alpha1.AddressClaim)
+	kx, okx := x.(*claimcache.Claim)
+	ky, oky := y.(*claimcache.Claim)
+	if !okx || !oky {
+		t.Fatalf("claims of the common shape cached as %T and %T, want *claimcache.Claim", x, y)
+	}
+	cx, cy := kx.Claim(), ky.Claim()
 	if !same(cx.Spec.Subnet, cy.Spec.Subnet) || !same(cx.Spec.Owner.Kind, cy.Spec.Owner.Kind) || !same(cx.Labels[v1alpha1.LabelSubnet], cy.Labels[v1alpha1.LabelSubnet]) {
 		t.Error("claims do not share their subnet, owner kind or label")
 	}
@@ -203,7 +209,7 @@ func TestTrimCRDSharesLabelsAndKeepsTheRest(t *testing.T) {
 	other := claim(3)
 	other.Labels[c(v1alpha1.LabelFamily)] = c("IPv4")
 	z, _ := trimCRD(other)
-	if cz := z.(*v1alpha1.AddressClaim); sameMap(cz.Labels, cx.Labels) || len(cz.Labels) != 2 || cz.Labels[v1alpha1.LabelFamily] != "IPv4" {
+	if cz, _ := claimcache.Of(z); cz == nil || sameMap(cz.Labels, cx.Labels) || len(cz.Labels) != 2 || cz.Labels[v1alpha1.LabelFamily] != "IPv4" {
 		t.Errorf("a claim with labels of its own got another's: %v", cz.Labels)
 	}
 }

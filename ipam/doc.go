@@ -36,7 +36,9 @@
 // Claims: NewClaims(ClaimStore, ...ClaimsOption); (*Claims).Allocate,
 // AllocateStatic, AllocateFromPool, AllocateFromList (address lists with
 // StatefulSet ordinals), Release; Track / Untrack / Tracked and
-// EventHandler for the AddressClaim informer; ClaimIndexers and Held to
+// EventHandler for the AddressClaim informer (its objects as the API
+// types or in the replicas' cached form, claimcache.Claim); Repair and
+// RepairAddr to mark a claimed address whose bit was lost; ClaimIndexers and Held to
 // find what an owner already holds.
 //
 // # Guarantees

@@ -9,6 +9,7 @@ import (
 
 	listers "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 )
 
 // Restore marks in s the address (and records the static MAC) of every
@@ -21,7 +22,7 @@ func (s *Subnet) Restore(claims []*v1alpha1.AddressClaim) (applied int, bad []st
 		if c.Spec.Subnet != s.name {
 			continue
 		}
-		if s.apply(c) {
+		if s.apply(&c.Spec) {
 			applied++
 		} else {
 			bad = append(bad, c.Name)
@@ -31,27 +32,27 @@ func (s *Subnet) Restore(claims []*v1alpha1.AddressClaim) (applied int, bad []st
 }
 
 // apply marks one claim of s.
-func (s *Subnet) apply(c *v1alpha1.AddressClaim) bool {
-	a, err := netip.ParseAddr(c.Spec.Address)
+func (s *Subnet) apply(c *v1alpha1.AddressClaimSpec) bool {
+	a, err := netip.ParseAddr(c.Address)
 	if err != nil || !s.Mark(a) {
 		return false
 	}
-	if m, err := ParseMAC(c.Spec.MAC); err == nil {
-		s.recordMAC(m, OwnerKey(c.Spec.Owner))
+	if m, err := ParseMAC(c.MAC); err == nil {
+		s.recordMAC(m, OwnerKey(c.Owner))
 	}
 	return true
 }
 
 // forget undoes apply for a claim that was deleted.
-func (s *Subnet) forget(c *v1alpha1.AddressClaim) {
-	a, err := netip.ParseAddr(c.Spec.Address)
+func (s *Subnet) forget(c *v1alpha1.AddressClaimSpec) {
+	a, err := netip.ParseAddr(c.Address)
 	if err != nil {
 		return
 	}
 	a = a.Unmap()
 	s.releaseUnheld(a)
-	if m, err := ParseMAC(c.Spec.MAC); err == nil {
-		s.ReleaseMAC(m, OwnerKey(c.Spec.Owner))
+	if m, err := ParseMAC(c.MAC); err == nil {
+		s.ReleaseMAC(m, OwnerKey(c.Owner))
 	}
 }
 
@@ -90,11 +91,22 @@ func (c *Claims) Track(s *Subnet, lister listers.AddressClaimLister) (int, error
 	c.subnets[s.name] = s
 	c.mu.Unlock()
 	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelSubnet: SubnetLabelValue(s.name)})
-	claims, err := lister.List(sel)
+	// Each builds no claim per cached one: at 50,000 claims a list would
+	// be some 20 MB of garbage while a restarted replica's caches load.
+	n, bad := 0, []string(nil)
+	err := claimcache.Each(lister, sel, func(c *v1alpha1.AddressClaim) {
+		if c.Spec.Subnet != s.name {
+			return
+		}
+		if s.apply(&c.Spec) {
+			n++
+		} else {
+			bad = append(bad, c.Name)
+		}
+	})
 	if err != nil {
 		return 0, fmt.Errorf("listing claims of subnet %s: %w", s.name, err)
 	}
-	n, bad := s.Restore(claims)
 	if len(bad) > 0 {
 		return n, fmt.Errorf("subnet %s: %d unreadable claims (first %s): %w", s.name, len(bad), bad[0], ErrInvalid)
 	}
@@ -133,11 +145,11 @@ func (c *Claims) onClaim(obj any, present bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	claim, ok := obj.(*v1alpha1.AddressClaim)
+	claim, _, ok := claimcache.SpecOf(obj)
 	if !ok {
 		return
 	}
-	s, ok := c.Tracked(claim.Spec.Subnet)
+	s, ok := c.Tracked(claim.Subnet)
 	if !ok {
 		return
 	}
@@ -170,15 +182,24 @@ func (s *Subnet) Repair(claims []*v1alpha1.AddressClaim, present func(*v1alpha1.
 		if err != nil {
 			continue
 		}
-		a = a.Unmap()
-		if !s.IsFree(a) || !s.Mark(a) {
-			continue
+		if s.RepairAddr(a, func() bool { return present(c) }) {
+			n++
 		}
-		if !present(c) {
-			s.Release(one(a))
-			continue
-		}
-		n++
 	}
 	return n
+}
+
+// RepairAddr is Repair for the address a of one claim of s: it marks a
+// when its bit is clear and the claim is still present, and reports
+// whether it did.
+func (s *Subnet) RepairAddr(a netip.Addr, present func() bool) bool {
+	a = a.Unmap()
+	if !s.IsFree(a) || !s.Mark(a) {
+		return false
+	}
+	if !present() {
+		s.Release(one(a))
+		return false
+	}
+	return true
 }

@@ -22,6 +22,7 @@ import (
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
@@ -92,7 +93,8 @@ func NewCaches(kube informers.SharedInformerFactory, crds externalversions.Share
 	if err := c.PodInformer.AddIndexers(VMPodIndexers()); err != nil {
 		return nil, fmt.Errorf("adding the VM launcher pod index: %w", err)
 	}
-	c.Claims = claims.Lister()
+	// The transform caches most claims as claimcache.Claim.
+	c.Claims = claimcache.NewLister(c.ClaimInformer.GetIndexer())
 
 	alloc, err := ipam.NewClaims(ipam.NewClientStore(sn))
 	if err != nil {

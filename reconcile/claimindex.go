@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 )
 
 // ClaimsByPodIndex is the AddressClaim informer index from a pod key
@@ -46,17 +47,20 @@ func claimBucket(podKey string) string {
 
 // ClaimPodKey is the pod (or VM) key a claim is held for, or "" for
 // owners that are neither (Vips).
-func ClaimPodKey(c *v1alpha1.AddressClaim) string {
-	if !heldForPod(c) {
+func ClaimPodKey(c *v1alpha1.AddressClaim) string { return specPodKey(&c.Spec) }
+
+// specPodKey is ClaimPodKey of a claim's spec.
+func specPodKey(s *v1alpha1.AddressClaimSpec) string {
+	if !heldForPod(s) {
 		return ""
 	}
-	return c.Spec.Owner.Namespace + "/" + c.Spec.Owner.Name
+	return s.Owner.Namespace + "/" + s.Owner.Name
 }
 
-// heldForPod reports whether c's owner is a pod (or VM) key's: a pod, a
-// StatefulSet pod's retained addresses, a KubeVirt VM.
-func heldForPod(c *v1alpha1.AddressClaim) bool {
-	switch c.Spec.Owner.Kind {
+// heldForPod reports whether the claim's owner is a pod (or VM) key's: a
+// pod, a StatefulSet pod's retained addresses, a KubeVirt VM.
+func heldForPod(s *v1alpha1.AddressClaimSpec) bool {
+	switch s.Owner.Kind {
 	case v1alpha1.OwnerPod, v1alpha1.OwnerStatefulSetPod, v1alpha1.OwnerVM:
 		return true
 	}
@@ -66,30 +70,30 @@ func heldForPod(c *v1alpha1.AddressClaim) bool {
 // ClaimIndexers are the indexers to add to the AddressClaim informer.
 func ClaimIndexers() cache.Indexers {
 	return cache.Indexers{ClaimsByPodIndex: func(obj any) ([]string, error) {
-		c, ok := obj.(*v1alpha1.AddressClaim)
+		s, _, ok := claimcache.SpecOf(obj)
 		if !ok {
 			return nil, fmt.Errorf("not an AddressClaim: %T", obj)
 		}
-		if k := ClaimPodKey(c); k != "" {
+		if k := specPodKey(s); k != "" {
 			return []string{claimBucket(k)}, nil
 		}
 		return nil, nil
 	}}
 }
 
-// claimHeldFor reports whether c is held for the pod (or VM) key, as
-// ClaimPodKey(c) == key, without building the claim's key.
-func claimHeldFor(c *v1alpha1.AddressClaim, key string) bool {
+// claimHeldFor reports whether the claim of spec s is held for the pod
+// (or VM) key, as ClaimPodKey == key, without building the claim's key.
+func claimHeldFor(s *v1alpha1.AddressClaimSpec, key string) bool {
 	ns, name, ok := strings.Cut(key, "/")
-	return ok && heldForPod(c) && c.Spec.Owner.Namespace == ns && c.Spec.Owner.Name == name
+	return ok && heldForPod(s) && s.Owner.Namespace == ns && s.Owner.Name == name
 }
 
 // EachClaimPodKey calls f with the pod (or VM) key of every cached claim
 // held for one: once per claim, so a key with two claims comes twice.
 func EachClaimPodKey(idx cache.Indexer, f func(key string)) {
 	for _, o := range idx.List() {
-		if c, ok := o.(*v1alpha1.AddressClaim); ok {
-			if k := ClaimPodKey(c); k != "" {
+		if s, _, ok := claimcache.SpecOf(o); ok {
+			if k := specPodKey(s); k != "" {
 				f(k)
 			}
 		}
@@ -104,8 +108,10 @@ func claimsOf(idx cache.Indexer, key string) []*v1alpha1.AddressClaim {
 	}
 	var out []*v1alpha1.AddressClaim
 	for _, o := range objs {
-		if c, ok := o.(*v1alpha1.AddressClaim); ok && claimHeldFor(c, key) {
-			out = append(out, c)
+		if s, _, ok := claimcache.SpecOf(o); ok && claimHeldFor(s, key) {
+			if c, ok := claimcache.Of(o); ok {
+				out = append(out, c)
+			}
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 )
 
 func indexClaim(i int, kind string) *v1alpha1.AddressClaim {
@@ -75,7 +76,8 @@ func BenchmarkClaimIndexRetained(b *testing.B) {
 		claims[i] = indexClaim(i, v1alpha1.OwnerPod)
 	}
 	byPod := cache.Indexers{ClaimsByPodIndex: func(obj any) ([]string, error) {
-		return []string{ClaimPodKey(obj.(*v1alpha1.AddressClaim))}, nil
+		c, _ := claimcache.Of(obj)
+		return []string{ClaimPodKey(c)}, nil
 	}}
 	retained := func(ix cache.Indexers) float64 {
 		runtime.GC()

@@ -97,7 +97,9 @@ type PodConfig struct {
 	// IPs is the kubeovn.io IP lister; needed when IPRecords is set.
 	IPs kubeovnlisters.IPLister
 	// ClaimIndex is the AddressClaim informer's indexer, with
-	// ClaimIndexers added.
+	// ClaimIndexers added. It holds claimcache.Claim objects (and
+	// *v1alpha1.AddressClaim ones of uncommon shape): read them with
+	// claimcache.SpecOf or claimcache.Of.
 	ClaimIndex cache.Indexer
 	Catalog    Catalog
 	Subnets    *Subnets

@@ -16,6 +16,7 @@ import (
 	listers "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/ipam"
 )
 
@@ -213,19 +214,43 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	}
 	r.mu.RUnlock()
 
-	bySubnet := map[string][]*v1alpha1.AddressClaim{}
+	// One pass over the cached claims, building none (claimcache.Each),
+	// repairs every bitmap (Subnet.RepairAddr) and gathers each subnet's
+	// set of claimed addresses, which serves the sweep and the counters:
+	// at 50,000 pods the copies each pass made of the claims and holds
+	// were tens of megabytes of garbage.
+	claimedBy := make(map[string]map[netip.Addr]bool, len(entries))
+	repaired := map[string]int{}
 	if r.lister != nil {
-		all, err := r.lister.List(labels.Everything())
+		err := claimcache.Each(r.lister, labels.Everything(), func(c *v1alpha1.AddressClaim) {
+			e := entries[c.Spec.Subnet]
+			if e == nil || e.subnet == nil {
+				return
+			}
+			a, err := netip.ParseAddr(c.Spec.Address)
+			if err != nil {
+				return
+			}
+			a = a.Unmap()
+			m := claimedBy[c.Spec.Subnet]
+			if m == nil {
+				m = map[netip.Addr]bool{}
+				claimedBy[c.Spec.Subnet] = m
+			}
+			m[a] = true
+			// Asked only when the bit was clear: is the claim still
+			// there, the same one (its UID)?
+			name, uid := c.Name, c.UID
+			if e.subnet.RepairAddr(a, func() bool {
+				cur, ok := claimcache.Exists(r.lister, name)
+				return ok && cur == uid
+			}) {
+				repaired[c.Spec.Subnet]++
+			}
+		})
 		if err != nil {
 			klog.Background().Error(err, "Listing address claims for the subnet counters")
 		}
-		for _, c := range all {
-			bySubnet[c.Spec.Subnet] = append(bySubnet[c.Spec.Subnet], c)
-		}
-	}
-	present := func(c *v1alpha1.AddressClaim) bool {
-		cur, err := r.lister.Get(c.Name)
-		return err == nil && cur.UID == c.UID
 	}
 
 	out := make(map[string][]ipam.FamilyUsage, len(entries))
@@ -233,17 +258,8 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 		if e.subnet == nil {
 			continue
 		}
-		claims := bySubnet[name]
-		// One set of the claimed addresses serves the sweep and the
-		// counters: at 50,000 pods the copies each made of the claims
-		// and holds every pass were tens of megabytes of garbage.
-		claimed := make(map[netip.Addr]bool, len(claims))
-		for _, c := range claims {
-			if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
-				claimed[a.Unmap()] = true
-			}
-		}
-		if n := e.subnet.Repair(claims, present); n > 0 {
+		claimed := claimedBy[name]
+		if n := repaired[name]; n > 0 {
 			r.repaired.Add(uint64(n))
 			klog.Background().Info("Marked claimed addresses the bitmap had lost", "subnet", name, "addresses", n)
 		}
@@ -488,8 +504,8 @@ func (r *Subnets) claimed(subnet string, a netip.Addr) bool {
 		return false
 	}
 	var buf [80]byte
-	_, err := r.lister.Get(string(v1alpha1.AppendClaimName(buf[:0], subnet, a)))
-	return err == nil
+	_, ok := claimcache.Exists(r.lister, string(v1alpha1.AppendClaimName(buf[:0], subnet, a)))
+	return ok
 }
 
 // SetAdoptSpacing makes Refresh skip its Adopt pass until k times as long

@@ -19,6 +19,7 @@ import (
 	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/queue"
 )
@@ -255,8 +256,8 @@ func (t *Term) takeVip(ctx context.Context, pod *corev1.Pod, np *NetworkPlan) (i
 	owner := VipClaimOwner(v)
 	for _, addr := range a.Addresses.List() {
 		obj, ok, _ := t.p.cfg.ClaimIndex.GetByKey(v1alpha1.ClaimName(np.Subnet.Name, addr))
-		c, _ := obj.(*v1alpha1.AddressClaim)
-		if !ok || c == nil || c.Spec.Owner != owner {
+		c, _, isClaim := claimcache.SpecOf(obj)
+		if !ok || !isClaim || c.Owner != owner {
 			// Status written by another controller before shardnet's
 			// Vip reconciler claimed it, or the claim is not in the
 			// cache yet: the Vip's reconcile brings it and queues the pod.

@@ -21,6 +21,7 @@ import (
 	claimlisters "github.com/shardnet/shardnet/api/client/listers/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/queue"
 )
@@ -123,32 +124,26 @@ func VipUsers(v *kubeovnv1.Vip, pods []*corev1.Pod, now time.Time) []*corev1.Pod
 
 // vipClaims are the claims the Vip's owner holds.
 func (r *VipReconciler) vipClaims(owner v1alpha1.ClaimOwner) ([]*v1alpha1.AddressClaim, error) {
-	all, err := r.cfg.ClaimLister.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
 	var out []*v1alpha1.AddressClaim
-	for _, c := range all {
+	err := claimcache.Each(r.cfg.ClaimLister, labels.Everything(), func(c *v1alpha1.AddressClaim) {
 		if c.Spec.Owner == owner {
-			out = append(out, c)
+			out = append(out, c.DeepCopy())
 		}
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // releaseOrphan releases the claims of a Vip that is gone without its
 // finalizer having run (removed by hand), unless a live pod still uses the
 // address: then they go with the pod's next Vip pass.
 func (r *VipReconciler) releaseOrphan(ctx context.Context, name string) error {
-	all, err := r.cfg.ClaimLister.List(labels.Everything())
-	if err != nil {
-		return err
-	}
 	var mine []*v1alpha1.AddressClaim
-	for _, c := range all {
+	if err := claimcache.Each(r.cfg.ClaimLister, labels.Everything(), func(c *v1alpha1.AddressClaim) {
 		if c.Spec.Owner.Kind == v1alpha1.OwnerVip && c.Spec.Owner.Name == name {
-			mine = append(mine, c)
+			mine = append(mine, c.DeepCopy())
 		}
+	}); err != nil {
+		return err
 	}
 	if len(mine) == 0 {
 		return nil

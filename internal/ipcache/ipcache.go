@@ -6,7 +6,9 @@
 // second. IP keeps those and the spec's strings in 232 bytes (a 240-byte
 // allocation). Every replica caches every record, one per pod network: at
 // 50,000 pods that is about 13 MB less heap per replica, and fewer
-// pointers for the collector to follow.
+// pointers for the collector to follow. IP is a metav1.Object itself
+// (cachemeta.Meta), so the informer's key function, which every record
+// passes several times while a replica's caches load, builds nothing.
 //
 // Nothing a reader uses is dropped. A record with anything else set
 // (annotations, finalizers, owner references, a deletion timestamp, the
@@ -24,31 +26,21 @@
 package ipcache
 
 import (
-	"time"
-
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/internal/cachemeta"
 )
 
 // IP is a cached IP record of the common shape: what IP.IP restores.
 type IP struct {
-	Name            string
-	UID             types.UID
-	ResourceVersion string
-	// Generation is 1 on every custom resource the API server has
-	// created, and counts its spec's changes.
-	Generation int64
-	Labels     map[string]string
-	// created is the creation time in Unix seconds, the API's precision.
-	created int64
+	cachemeta.Meta
 
 	PodName     string
 	Namespace   string
@@ -69,40 +61,23 @@ func New(ip *kubeovnv1.IP) any {
 	if !compactable(ip) {
 		return ip
 	}
-	m, s := &ip.ObjectMeta, &ip.Spec
-	c := &IP{
-		Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation, Labels: m.Labels,
+	s := &ip.Spec
+	return &IP{
+		Meta:    cachemeta.From(&ip.ObjectMeta),
 		PodName: s.PodName, Namespace: s.Namespace, Subnet: s.Subnet, NodeName: s.NodeName,
 		IPAddress: s.IPAddress, V4IPAddress: s.V4IPAddress, V6IPAddress: s.V6IPAddress,
 		MacAddress: s.MacAddress, ContainerID: s.ContainerID, PodType: s.PodType,
 	}
-	if !m.CreationTimestamp.IsZero() {
-		c.created = m.CreationTimestamp.Unix()
-	} else {
-		c.created = zeroTime
-	}
-	return c
 }
-
-// zeroTime marks a record without a creation time (tests build such).
-const zeroTime = -1 << 63
 
 // ipKind is the kind and API version an IP record may carry.
 var ipKind = metav1.TypeMeta{Kind: "IP", APIVersion: kubeovnv1.SchemeGroupVersion.String()}
 
 // compactable reports whether IP keeps everything of ip a reader uses.
 func compactable(ip *kubeovnv1.IP) bool {
-	m, s := &ip.ObjectMeta, &ip.Spec
-	if (ip.TypeMeta != metav1.TypeMeta{} && ip.TypeMeta != ipKind) || m.Namespace != "" || m.GenerateName != "" || m.SelfLink != "" ||
-		m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil || m.Annotations != nil ||
-		m.OwnerReferences != nil || m.Finalizers != nil || m.ManagedFields != nil ||
-		s.AttachSubnets != nil || s.AttachIPs != nil || s.AttachMacs != nil {
-		return false
-	}
-	// metav1.Time reads and writes whole seconds in local time; a time
-	// that is anything else would not come back as it was.
-	t := m.CreationTimestamp.Time
-	return t.IsZero() || (t.Nanosecond() == 0 && t.Location() == time.Local)
+	s := &ip.Spec
+	return (ip.TypeMeta == metav1.TypeMeta{} || ip.TypeMeta == ipKind) && cachemeta.Keeps(&ip.ObjectMeta) &&
+		s.AttachSubnets == nil && s.AttachIPs == nil && s.AttachMacs == nil
 }
 
 // IP returns a new *kubeovnv1.IP with c's fields. It shares c's label map
@@ -118,30 +93,13 @@ func (c *IP) IP() *kubeovnv1.IP {
 // *kubeovnv1.IP again and again instead of allocating one each.
 func (c *IP) Into(ip *kubeovnv1.IP) {
 	*ip = kubeovnv1.IP{
-		ObjectMeta: c.meta(),
+		ObjectMeta: c.ObjectMeta(),
 		Spec: kubeovnv1.IPSpec{
 			PodName: c.PodName, Namespace: c.Namespace, Subnet: c.Subnet, NodeName: c.NodeName,
 			IPAddress: c.IPAddress, V4IPAddress: c.V4IPAddress, V6IPAddress: c.V6IPAddress,
 			MacAddress: c.MacAddress, ContainerID: c.ContainerID, PodType: c.PodType,
 		},
 	}
-}
-
-// meta is the record's object metadata, sharing c's label map.
-func (c *IP) meta() metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion, Generation: c.Generation, Labels: c.Labels}
-	if c.created != zeroTime {
-		m.CreationTimestamp = metav1.NewTime(time.Unix(c.created, 0))
-	}
-	return m
-}
-
-// GetObjectMeta makes IP an ObjectMetaAccessor, which is how the
-// informer's key and index functions read its name. The metadata is built
-// anew: changing it changes nothing in the cache.
-func (c *IP) GetObjectMeta() metav1.Object {
-	m := c.meta()
-	return &m
 }
 
 // GetObjectKind makes IP a runtime.Object, for the parts of client-go
@@ -151,14 +109,11 @@ func (c *IP) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 // DeepCopyObject returns a deep copy of c.
 func (c *IP) DeepCopyObject() runtime.Object {
 	out := *c
-	if c.Labels != nil {
-		out.Labels = make(map[string]string, len(c.Labels))
-		for k, v := range c.Labels {
-			out.Labels[k] = v
-		}
-	}
+	out.Meta = c.Meta.DeepCopy()
 	return &out
 }
+
+var _ metav1.Object = (*IP)(nil)
 
 // Of returns the record an informer object stands for: a *kubeovnv1.IP as
 // it is, a cached IP built into one (IP.IP). ok is false for anything

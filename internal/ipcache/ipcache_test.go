@@ -107,6 +107,19 @@ func TestUncommonShapeKeptWhole(t *testing.T) {
 	}
 }
 
+// TestKeyBuildsNothing: an IP is the metav1.Object client-go's key
+// function reads, so keying it allocates nothing.
+func TestKeyBuildsNothing(t *testing.T) {
+	c := New(decoded(t, "p.ns")).(*IP)
+	if n := testing.AllocsPerRun(100, func() {
+		if k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(c); err != nil || k != "p.ns" {
+			t.Fatalf("key %q, %v", k, err)
+		}
+	}); n != 0 {
+		t.Errorf("the informer's key function allocates %v times per IP", n)
+	}
+}
+
 // TestDeepCopyObject: the copy shares no map a writer could change.
 func TestDeepCopyObject(t *testing.T) {
 	c := New(decoded(t, "p.ns")).(*IP)
