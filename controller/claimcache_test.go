@@ -3,14 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -59,55 +55,36 @@ func TestClaimInformerCachesCompactClaims(t *testing.T) {
 
 	factory := externalversions.NewSharedInformerFactoryWithOptions(fast, 0, externalversions.WithTransform(trimCRD))
 	inf := factory.Shardnet().V1alpha1().AddressClaims().Informer()
-	stop := make(chan struct{})
-	factory.Start(stop)
-	defer func() {
-		close(stop)
-		factory.Shutdown()
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("claim informer did not sync")
-	}
-	for i := 3; i < 6; i++ {
-		create(claim(i))
-	}
-	idx := inf.GetIndexer()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return len(idx.ListKeys()) == 7, nil
-	}); err != nil {
-		t.Fatalf("the informer holds %d claims, want 7: %v", len(idx.ListKeys()), err)
-	}
-
-	lister := claimcache.NewLister(idx)
-	for _, o := range idx.List() {
-		var name string
-		switch c := o.(type) {
-		case *claimcache.Claim:
-			name = c.Name
-			if name == odd.Name {
-				t.Errorf("%s, with a finalizer, is cached as a claimcache.Claim", name)
+	lister := claimcache.NewLister(inf.GetIndexer())
+	checkCompactCache(t, ctx, factory, inf, compactCheck{
+		createAfter: func() {
+			for i := 3; i < 6; i++ {
+				create(claim(i))
 			}
-		case *v1alpha1.AddressClaim:
-			name = c.Name
-			if name != odd.Name {
-				t.Errorf("%s, of the common shape, is cached as a %T", name, o)
+		},
+		want: 7, odd: odd.Name,
+		cached: func(o any) (string, bool, bool) {
+			switch c := o.(type) {
+			case *claimcache.Claim:
+				return c.Name, true, true
+			case *v1alpha1.AddressClaim:
+				return c.Name, false, true
 			}
-		default:
-			t.Fatalf("the informer holds a %T", o)
-		}
-		got, err := lister.Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := claims.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, w := got.DeepCopy(), want.DeepCopy()
-		g.TypeMeta, w.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
-		w.ManagedFields = nil
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("the lister reads %s as\n%#v\nthe API server holds\n%#v", name, g, w)
-		}
-	}
+			return "", false, false
+		},
+		readBack: func(name string) (any, any) {
+			got, err := lister.Get(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := claims.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, w := got.DeepCopy(), want.DeepCopy()
+			g.TypeMeta, w.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+			w.ManagedFields = nil
+			return g, w
+		},
+	})
 }

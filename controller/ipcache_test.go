@@ -50,6 +50,64 @@ func TestIPInformerCachesCompactRecords(t *testing.T) {
 
 	factory := externalversions.NewSharedInformerFactoryWithOptions(fast, 0, externalversions.WithTransform(trimCRD))
 	inf := factory.Kubeovn().V1().IPs().Informer()
+	lister := ipcache.NewLister(inf.GetIndexer())
+	checkCompactCache(t, ctx, factory, inf, compactCheck{
+		// And after, so that watch events bring them.
+		createAfter: func() {
+			for i := 3; i < 6; i++ {
+				create(record(i))
+			}
+		},
+		want: 7, odd: odd.Name,
+		cached: func(o any) (string, bool, bool) {
+			switch r := o.(type) {
+			case *ipcache.IP:
+				return r.Name, true, true
+			case *kubeovnv1.IP:
+				return r.Name, false, true
+			}
+			return "", false, false
+		},
+		readBack: func(name string) (any, any) {
+			got, err := lister.Get(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := kube.Shardnet.KubeovnV1().IPs().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The kind is the only thing a cached record may lack.
+			g, w := got.DeepCopy(), want.DeepCopy()
+			g.TypeMeta, w.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+			w.ManagedFields = nil
+			return g, w
+		},
+	})
+}
+
+// compactCheck is what checkCompactCache needs of one resource.
+type compactCheck struct {
+	// createAfter creates more objects once the informer has synced.
+	createAfter func()
+	// want is how many objects the informer ends up with; odd the name of
+	// the one of uncommon shape, which is cached as it came.
+	want int
+	odd  string
+	// cached reads a cached object: its name, whether it is of the
+	// compact type, and whether it is of the resource at all.
+	cached func(any) (name string, compact, ok bool)
+	// readBack is what the lister reads of a name and what the API
+	// server holds, to compare.
+	readBack func(name string) (got, want any)
+}
+
+// checkCompactCache starts factory, which must have inf, and checks that
+// inf caches every object of c but the odd one in the compact type,
+// whether the first list or a watch event brought it, and that its lister
+// reads back what the API server holds.
+func checkCompactCache(t *testing.T, ctx context.Context, factory externalversions.SharedInformerFactory, inf cache.SharedIndexInformer, c compactCheck) {
+	t.Helper()
 	stop := make(chan struct{})
 	factory.Start(stop)
 	defer func() {
@@ -57,50 +115,27 @@ func TestIPInformerCachesCompactRecords(t *testing.T) {
 		factory.Shutdown()
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("IP informer did not sync")
+		t.Fatal("informer did not sync")
 	}
-	// And after, so that watch events bring them.
-	for i := 3; i < 6; i++ {
-		create(record(i))
-	}
+	c.createAfter()
 	idx := inf.GetIndexer()
 	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return len(idx.ListKeys()) == 7, nil
+		return len(idx.ListKeys()) == c.want, nil
 	}); err != nil {
-		t.Fatalf("the informer holds %d records, want 7: %v", len(idx.ListKeys()), err)
+		t.Fatalf("the informer holds %d objects, want %d: %v", len(idx.ListKeys()), c.want, err)
 	}
-
-	lister := ipcache.NewLister(idx)
 	for _, o := range idx.List() {
-		var name string
-		switch r := o.(type) {
-		case *ipcache.IP:
-			name = r.Name
-			if name == odd.Name {
-				t.Errorf("%s, with attach lists and a finalizer, is cached as an ipcache.IP", name)
-			}
-		case *kubeovnv1.IP:
-			name = r.Name
-			if name != odd.Name {
-				t.Errorf("%s, of the common shape, is cached as a %T", name, o)
-			}
-		default:
+		name, compact, ok := c.cached(o)
+		switch {
+		case !ok:
 			t.Fatalf("the informer holds a %T", o)
+		case compact && name == c.odd:
+			t.Errorf("%s, of an uncommon shape, is cached as a %T", name, o)
+		case !compact && name != c.odd:
+			t.Errorf("%s, of the common shape, is cached as a %T", name, o)
 		}
-		got, err := lister.Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := kube.Shardnet.KubeovnV1().IPs().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The kind is the only thing a cached record may lack.
-		g, w := got.DeepCopy(), want.DeepCopy()
-		g.TypeMeta, w.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
-		w.ManagedFields = nil
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("the lister reads %s as\n%#v\nthe API server holds\n%#v", name, g, w)
+		if got, want := c.readBack(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("the lister reads %s as\n%#v\nthe API server holds\n%#v", name, got, want)
 		}
 	}
 }

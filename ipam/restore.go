@@ -18,17 +18,31 @@ import (
 // skipped; it returns how many claims were applied and the names of
 // claims it could not read (bad address, address outside the subnet).
 func (s *Subnet) Restore(claims []*v1alpha1.AddressClaim) (applied int, bad []string) {
+	r := restoring{s: s}
 	for _, c := range claims {
-		if c.Spec.Subnet != s.name {
-			continue
-		}
-		if s.apply(&c.Spec) {
-			applied++
-		} else {
-			bad = append(bad, c.Name)
-		}
+		r.add(c)
 	}
-	return applied, bad
+	return r.applied, r.bad
+}
+
+// restoring is a Restore under way: the claims applied so far and the
+// names of those that could not be.
+type restoring struct {
+	s       *Subnet
+	applied int
+	bad     []string
+}
+
+// add applies one claim, when it names s.
+func (r *restoring) add(c *v1alpha1.AddressClaim) {
+	if c.Spec.Subnet != r.s.name {
+		return
+	}
+	if r.s.apply(&c.Spec) {
+		r.applied++
+	} else {
+		r.bad = append(r.bad, c.Name)
+	}
 }
 
 // apply marks one claim of s.
@@ -93,24 +107,14 @@ func (c *Claims) Track(s *Subnet, lister listers.AddressClaimLister) (int, error
 	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelSubnet: SubnetLabelValue(s.name)})
 	// Each builds no claim per cached one: at 50,000 claims a list would
 	// be some 20 MB of garbage while a restarted replica's caches load.
-	n, bad := 0, []string(nil)
-	err := claimcache.Each(lister, sel, func(c *v1alpha1.AddressClaim) {
-		if c.Spec.Subnet != s.name {
-			return
-		}
-		if s.apply(&c.Spec) {
-			n++
-		} else {
-			bad = append(bad, c.Name)
-		}
-	})
-	if err != nil {
+	r := restoring{s: s}
+	if err := claimcache.Each(lister, sel, r.add); err != nil {
 		return 0, fmt.Errorf("listing claims of subnet %s: %w", s.name, err)
 	}
-	if len(bad) > 0 {
-		return n, fmt.Errorf("subnet %s: %d unreadable claims (first %s): %w", s.name, len(bad), bad[0], ErrInvalid)
+	if len(r.bad) > 0 {
+		return r.applied, fmt.Errorf("subnet %s: %d unreadable claims (first %s): %w", s.name, len(r.bad), r.bad[0], ErrInvalid)
 	}
-	return n, nil
+	return r.applied, nil
 }
 
 // Untrack stops following claims for the named subnet.

@@ -17,8 +17,12 @@ import (
 	"maps"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Meta is the metadata of a compact cached object.
@@ -127,4 +131,49 @@ func (m *Meta) SetCreationTimestamp(t metav1.Time) {
 		return
 	}
 	m.created = t.Unix() + createdOffset
+}
+
+// Lister reads an informer's indexer whose objects are a compact cached
+// type or the API type T itself, as the listers generated for T do: of
+// builds a T from a cached object (and returns a T as it is), so every
+// object returned is built anew from the cache or is the cache's own, and
+// is read-only either way.
+type Lister[T any] struct {
+	indexer  cache.Indexer
+	of       func(any) (T, bool)
+	resource schema.GroupResource
+}
+
+// NewLister returns the lister of indexer, whose objects of turns into Ts
+// and whose not-found errors name resource.
+func NewLister[T any](indexer cache.Indexer, of func(any) (T, bool), resource schema.GroupResource) *Lister[T] {
+	return &Lister[T]{indexer: indexer, of: of, resource: resource}
+}
+
+// Indexer is the indexer l reads.
+func (l *Lister[T]) Indexer() cache.Indexer { return l.indexer }
+
+// List returns the cached objects whose labels selector matches.
+func (l *Lister[T]) List(selector labels.Selector) (ret []T, err error) {
+	err = cache.ListAll(l.indexer, selector, func(obj any) {
+		if o, ok := l.of(obj); ok {
+			ret = append(ret, o)
+		}
+	})
+	return ret, err
+}
+
+// Get returns the cached object of that name.
+func (l *Lister[T]) Get(name string) (T, error) {
+	obj, exists, err := l.indexer.GetByKey(name)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	o, ok := l.of(obj)
+	if !exists || !ok {
+		var zero T
+		return zero, errors.NewNotFound(l.resource, name)
+	}
+	return o, nil
 }

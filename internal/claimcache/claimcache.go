@@ -25,7 +25,6 @@
 package claimcache
 
 import (
-	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -111,35 +110,14 @@ func SpecOf(obj any) (spec *v1alpha1.AddressClaimSpec, name string, ok bool) {
 
 // Lister is a listers.AddressClaimLister over a claim informer's indexer.
 // Every claim it returns is built anew from the cache (Of).
-type Lister struct{ indexer cache.Indexer }
+type Lister = cachemeta.Lister[*v1alpha1.AddressClaim]
 
 // NewLister returns the lister of indexer.
-func NewLister(indexer cache.Indexer) *Lister { return &Lister{indexer: indexer} }
+func NewLister(indexer cache.Indexer) *Lister {
+	return cachemeta.NewLister(indexer, Of, v1alpha1.Resource("addressclaim"))
+}
 
 var _ listers.AddressClaimLister = (*Lister)(nil)
-
-// List returns the cached claims whose labels selector matches.
-func (l *Lister) List(selector labels.Selector) (ret []*v1alpha1.AddressClaim, err error) {
-	err = cache.ListAll(l.indexer, selector, func(obj any) {
-		if c, ok := Of(obj); ok {
-			ret = append(ret, c)
-		}
-	})
-	return ret, err
-}
-
-// Get returns the cached claim of that name.
-func (l *Lister) Get(name string) (*v1alpha1.AddressClaim, error) {
-	obj, exists, err := l.indexer.GetByKey(name)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := Of(obj)
-	if !exists || !ok {
-		return nil, errors.NewNotFound(v1alpha1.Resource("addressclaim"), name)
-	}
-	return c, nil
-}
 
 // Each calls f with every claim of l whose labels selector matches. Over
 // a Lister, a cached Claim is built into one *v1alpha1.AddressClaim that
@@ -156,7 +134,7 @@ func Each(l listers.AddressClaimLister, selector labels.Selector, f func(*v1alph
 		return err
 	}
 	var scratch v1alpha1.AddressClaim
-	return cache.ListAll(cl.indexer, selector, func(obj any) {
+	return cache.ListAll(cl.Indexer(), selector, func(obj any) {
 		switch c := obj.(type) {
 		case *Claim:
 			c.Into(&scratch)
@@ -178,7 +156,7 @@ func Exists(l listers.AddressClaimLister, name string) (types.UID, bool) {
 		}
 		return c.UID, true
 	}
-	obj, exists, err := cl.indexer.GetByKey(name)
+	obj, exists, err := cl.Indexer().GetByKey(name)
 	if err != nil || !exists {
 		return "", false
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -177,8 +176,8 @@ func TestDeepCopyObject(t *testing.T) {
 }
 
 // TestInIndexerAndLister: an informer's indexer keys cached claims by
-// name, and the lister, Each and Exists read cached and plain claims
-// alike, over this package's lister and another.
+// name, and Each and Exists read cached and plain claims alike, over
+// this package's lister and another.
 func TestInIndexerAndLister(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	cached := New(decoded(t, "a"))
@@ -194,25 +193,16 @@ func TestInIndexerAndLister(t *testing.T) {
 	if keys := idx.ListKeys(); len(keys) != 3 {
 		t.Fatalf("indexer keys %v, want three names", keys)
 	}
+	// The lister is cachemeta.Lister, as ipcache's is (whose test reads
+	// it through): here, that it builds claims.
 	l := NewLister(idx)
-	got, err := l.Get("a")
-	if err != nil || !reflect.DeepEqual(got, decoded(t, "a")) {
+	if got, err := l.Get("a"); err != nil || !reflect.DeepEqual(got, decoded(t, "a")) {
 		t.Fatalf("Get(a) = %+v, %v", got, err)
 	}
-	if got, err := l.Get("b"); err != nil || got != plain {
-		t.Fatalf("Get(b) = %+v, %v; want the plain claim", got, err)
-	}
-	if _, err := l.Get("missing"); !errors.IsNotFound(err) {
-		t.Fatalf("Get(missing) error %v, want NotFound", err)
-	}
-	all, err := l.List(labels.Everything())
-	if err != nil || len(all) != 3 {
+	if all, err := l.List(labels.Everything()); err != nil || len(all) != 3 {
 		t.Fatalf("List = %d claims, %v", len(all), err)
 	}
 	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelSubnet: "ovn-default"})
-	if some, err := l.List(sel); err != nil || len(some) != 2 {
-		t.Fatalf("List(%s) = %d claims, %v; want a and b", sel, len(some), err)
-	}
 	for name, lister := range map[string]listers.AddressClaimLister{"Lister": l, "generated": listers.NewAddressClaimLister(plainIndexer(t, idx))} {
 		seen := map[string]string{}
 		if err := Each(lister, labels.Everything(), func(c *v1alpha1.AddressClaim) { seen[c.Name] = c.Spec.Address }); err != nil {

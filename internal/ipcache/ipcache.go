@@ -26,9 +26,7 @@
 package ipcache
 
 import (
-	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -147,32 +145,11 @@ func Each(indexer cache.Indexer, f func(*kubeovnv1.IP)) {
 
 // Lister is a kubeovnlisters.IPLister over an IP informer's indexer. Every
 // record it returns is built anew from the cache (Of).
-type Lister struct{ indexer cache.Indexer }
+type Lister = cachemeta.Lister[*kubeovnv1.IP]
 
 // NewLister returns the lister of indexer.
-func NewLister(indexer cache.Indexer) *Lister { return &Lister{indexer: indexer} }
+func NewLister(indexer cache.Indexer) *Lister {
+	return cachemeta.NewLister(indexer, Of, kubeovnv1.Resource("ip"))
+}
 
 var _ kubeovnlisters.IPLister = (*Lister)(nil)
-
-// List returns the cached records whose labels selector matches.
-func (l *Lister) List(selector labels.Selector) (ret []*kubeovnv1.IP, err error) {
-	err = cache.ListAll(l.indexer, selector, func(obj any) {
-		if ip, ok := Of(obj); ok {
-			ret = append(ret, ip)
-		}
-	})
-	return ret, err
-}
-
-// Get returns the cached record of that name.
-func (l *Lister) Get(name string) (*kubeovnv1.IP, error) {
-	obj, exists, err := l.indexer.GetByKey(name)
-	if err != nil {
-		return nil, err
-	}
-	ip, ok := Of(obj)
-	if !exists || !ok {
-		return nil, errors.NewNotFound(kubeovnv1.Resource("ip"), name)
-	}
-	return ip, nil
-}
