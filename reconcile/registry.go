@@ -209,8 +209,14 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 	}
 	r.mu.RLock()
 	entries := make(map[string]*subnetEntry, len(r.entries))
+	// sizeHint: the addresses each subnet had in use at the last pass,
+	// to size its set of claimed addresses.
+	sizeHint := make(map[string]int, len(r.entries))
 	for k, e := range r.entries {
 		entries[k] = e
+		for _, u := range e.usage {
+			sizeHint[k] += int(u.Used)
+		}
 	}
 	r.mu.RUnlock()
 
@@ -234,7 +240,7 @@ func (r *Subnets) Refresh() map[string][]ipam.FamilyUsage {
 			a = a.Unmap()
 			m := claimedBy[c.Spec.Subnet]
 			if m == nil {
-				m = map[netip.Addr]bool{}
+				m = make(map[netip.Addr]bool, sizeHint[c.Spec.Subnet])
 				claimedBy[c.Spec.Subnet] = m
 			}
 			m[a] = true
