@@ -160,11 +160,8 @@ func Exists(l listers.AddressClaimLister, name string) (types.UID, bool) {
 	if err != nil || !exists {
 		return "", false
 	}
-	switch c := obj.(type) {
-	case *Claim:
-		return c.UID, true
-	case *v1alpha1.AddressClaim:
-		return c.UID, true
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetUID(), true
 	}
 	return "", false
 }
