@@ -15,8 +15,10 @@
 //
 // Term applies plans for one shard term: claims first, then every port and
 // routed-phase row of the pod in one request to the term's fenced
-// Northbound batcher, then the IP records, then one merge patch of the
-// pod's annotations carrying its UID as a precondition.
+// Northbound batcher and, at the same time, the IP records (they follow
+// the transaction instead when a network is unplugged, in the order of
+// release), then one merge patch of the pod's annotations carrying its UID
+// as a precondition.
 //
 // # Guarantees
 //

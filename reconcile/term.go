@@ -354,8 +354,28 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 		}
 	}
 
+	var submit, records func() error
 	if len(ops) > 0 {
-		if err := timed(ctx, StageNB, func(ctx context.Context) error { _, err := t.w.Submit(ctx, ops...); return err }); err != nil {
+		submit = func() error {
+			return timed(ctx, StageNB, func(ctx context.Context) error { _, err := t.w.Submit(ctx, ops...); return err })
+		}
+	}
+	if t.p.cfg.IPRecords {
+		recs := make([]*IPRecord, 0, len(served))
+		for _, d := range served {
+			recs = append(recs, d.w.IPRecord)
+		}
+		records = func() error { return t.writeIPRecords(ctx, plan.Unplug, recs) }
+	}
+	// The served networks' IP records say what the claims hold, not what
+	// the ports do, so they are written while the Northbound transaction
+	// is in flight: the patch (A10) needs both, neither needs the other.
+	// With networks to unplug they follow it, in the order of release
+	// (R5): an unplugged network's record goes after its port, and before
+	// a served one of the same name is written.
+	nbErr, recErr := portsAndRecords(submit, records, len(plan.Unplug) == 0)
+	if len(ops) > 0 {
+		if err := nbErr; err != nil {
 			for _, d := range served {
 				if d.w.Port != nil {
 					t.written.Delete(d.w.Port.Name)
@@ -375,22 +395,8 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 		}
 	}
 
-	if t.p.cfg.IPRecords {
-		if err := inStage(ctx, stageIPRecord, func(ctx context.Context) error {
-			for _, u := range plan.Unplug {
-				if err := t.deleteIPRecord(ctx, u.IPRecord, nil); err != nil {
-					return err
-				}
-			}
-			for _, d := range served {
-				if err := t.ensureIPRecord(ctx, d.w.IPRecord); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return "allocate", err
-		}
+	if recErr != nil {
+		return "allocate", recErr
 	}
 	for _, u := range plan.Unplug {
 		for _, c := range u.Claims {
@@ -426,6 +432,50 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 		return "noop", nil
 	}
 	return phase, nil
+}
+
+// portsAndRecords runs a reconcile's Northbound transaction (submit) and
+// its IP record writes (records), either of which may be nil. Together,
+// both run at once and both have ended when it returns, so nothing of the
+// reconcile still writes after it (a retry, or the next term, reads what
+// it wrote). Otherwise the records follow a transaction that succeeded
+// and are not written after one that failed.
+func portsAndRecords(submit, records func() error, together bool) (submitErr, recordsErr error) {
+	switch {
+	case submit == nil && records == nil:
+		return nil, nil
+	case submit == nil:
+		return nil, records()
+	case records == nil:
+		return submit(), nil
+	case !together:
+		if err := submit(); err != nil {
+			return err, nil
+		}
+		return nil, records()
+	}
+	done := make(chan error, 1)
+	go func() { done <- records() }()
+	submitErr = submit()
+	return submitErr, <-done
+}
+
+// writeIPRecords deletes the IP records of the unplugged networks, then
+// writes those of the served ones, as one stage.
+func (t *Term) writeIPRecords(ctx context.Context, unplug []*Unplug, recs []*IPRecord) error {
+	return inStage(ctx, stageIPRecord, func(ctx context.Context) error {
+		for _, u := range unplug {
+			if err := t.deleteIPRecord(ctx, u.IPRecord, nil); err != nil {
+				return err
+			}
+		}
+		for _, rec := range recs {
+			if err := t.ensureIPRecord(ctx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // allocate obtains a network's addresses as its plan says: releasing the
