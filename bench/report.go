@@ -55,7 +55,7 @@ func Markdown(r *Result) string {
 		if len(sc.Stages) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## Where a pod's time goes: %s\n\nCreate to annotated: p50 %.0f ms, p99 %.0f ms. The bench's own create requests and its watch's delay after them (every pod, exact), then the stages of the replicas' reconciles over the scenario (from 0.25 ms x 1.5 histogram buckets; estimates within a bucket). What they leave of the latency is the replicas' informer delay (about the bench's watch delay), retries, and the watch delay of the patch:\n\n", sc.Name, sc.P50, sc.P99)
+		fmt.Fprintf(&b, "\n## Where a pod's time goes: %s\n\nCreate to annotated: p50 %.0f ms, p99 %.0f ms. The bench's own create requests and its watch's delay after them (every pod, exact), then the stages of the replicas' reconciles over the scenario (from 0.25 ms x 1.5 histogram buckets; estimates within a bucket). What they leave of the latency is the replicas' informer delay (about the bench's watch delay), retries, and the watch delay of the patch. The queue counts every time a key was taken from a queue: a key queued again while its reconcile runs (kwok's status update, the patch's own event) waits for that reconcile to end, off the pod's way to routed, so the queue's p99 can be more than what a pod's first reconcile waits:\n\n", sc.Name, sc.P50, sc.P99)
 		b.WriteString("| stage | count | p50 ms | p99 ms |\n|---|---|---|---|\n")
 		for _, st := range sc.Stages {
 			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %.1f |\n", st.Stage, st.Count, st.P50, st.P99)
