@@ -58,16 +58,21 @@ shardnet_reconcile_stage_seconds_bucket{stage="ipam",le="+Inf"} %v
 workqueue_queue_duration_seconds_bucket{name="pods",shard="3",le="0.01"} %v
 workqueue_queue_duration_seconds_bucket{name="pods",shard="3",le="+Inf"} %v
 workqueue_queue_duration_seconds_bucket{name="other",shard="3",le="+Inf"} 1000
-`, ipam1, ipam2, ipam2, queue, queue)
+shardnet_queue_idle_key_wait_seconds_bucket{name="pods",shard="3",le="0.001"} %v
+shardnet_queue_idle_key_wait_seconds_bucket{name="pods",shard="3",le="+Inf"} %v
+`, ipam1, ipam2, ipam2, queue, queue, queue/2, queue/2)
 	}
 	before, after := buckets{}, buckets{}
 	parseStageBuckets(bufio.NewScanner(strings.NewReader(text(10, 10, 5))), before)
 	parseStageBuckets(bufio.NewScanner(strings.NewReader(text(60, 110, 105))), after)
 	got := stageLatencies(before, after)
-	if len(got) != 2 || got[0].Stage != QueueStage || got[1].Stage != "ipam" {
-		t.Fatalf("stages %+v, want queue then ipam", got)
+	if len(got) != 3 || got[0].Stage != QueueStage || got[1].Stage != IdleQueueStage || got[2].Stage != "ipam" {
+		t.Fatalf("stages %+v, want queue, queue (idle key), then ipam", got)
 	}
-	ipam := got[1]
+	if idle := got[1]; idle.Count != 50 || idle.P99 > 1 {
+		t.Errorf("idle-key wait %+v, want 50 observations at most 1 ms", idle)
+	}
+	ipam := got[2]
 	// 100 new: 50 at or below 1 ms, 50 in (1, 2] ms.
 	if ipam.Count != 100 || math.Abs(ipam.P50-1) > 1e-9 || math.Abs(ipam.P99-1.98) > 1e-9 {
 		t.Errorf("ipam %+v, want 100 observations, p50 1 ms, p99 1.98 ms", ipam)

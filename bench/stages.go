@@ -25,9 +25,16 @@ type StageLatency struct {
 // replicas' workqueue_queue_duration_seconds.
 const QueueStage = "queue"
 
+// IdleQueueStage is the stage name of the wait of a key queued while
+// neither waiting nor in flight (a new pod's first reconcile), from the
+// replicas' shardnet_queue_idle_key_wait_seconds. QueueStage also counts
+// keys queued again while in flight, which wait for their reconcile to
+// end.
+const IdleQueueStage = "queue (idle key)"
+
 // stageOrder is the order of the stages in a report: a pod's way from its
 // queue through its reconcile.
-var stageOrder = append([]string{QueueStage}, reconcile.Stages...)
+var stageOrder = append([]string{QueueStage, IdleQueueStage}, reconcile.Stages...)
 
 // buckets are cumulative histogram counts by upper bound, per stage.
 type buckets map[string]map[float64]float64
@@ -57,6 +64,8 @@ func parseStageBuckets(sc *bufio.Scanner, out buckets) {
 			stage = label(line, "stage")
 		case strings.HasPrefix(line, "workqueue_queue_duration_seconds_bucket{") && label(line, "name") == "pods":
 			stage = QueueStage
+		case strings.HasPrefix(line, "shardnet_queue_idle_key_wait_seconds_bucket{") && label(line, "name") == "pods":
+			stage = IdleQueueStage
 		default:
 			continue
 		}

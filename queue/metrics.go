@@ -19,6 +19,11 @@ type Metrics struct {
 	unfinished              *prometheus.GaugeVec
 	longestRunningProcessor *prometheus.GaugeVec
 	retries                 *prometheus.CounterVec
+	// idleWait is the wait of a key that was neither waiting nor in
+	// flight when it was queued, which the workqueue's own latency does
+	// not tell apart from a key queued again while in flight (that one
+	// waits for its reconcile to end).
+	idleWait *prometheus.HistogramVec
 }
 
 // NewMetrics registers the workqueue metrics on reg.
@@ -61,8 +66,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Subsystem: "workqueue", Name: "retries_total",
 			Help: "Total number of retries handled by workqueue",
 		}, labels),
+		idleWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "shardnet", Subsystem: "queue", Name: "idle_key_wait_seconds",
+			Help: "How long a key that was neither waiting nor in flight when an event queued it waited for a worker " +
+				"(a new pod's first reconcile, for example); a key queued again while in flight waits for its reconcile to end and is not counted.",
+			Buckets: waitBuckets,
+		}, labels),
 	}
-	for _, c := range []prometheus.Collector{m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunningProcessor, m.retries} {
+	for _, c := range []prometheus.Collector{m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunningProcessor, m.retries, m.idleWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering workqueue metrics: %w", err)
 		}

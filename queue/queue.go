@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/puzpuzpuz/xsync/v4"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/workqueue"
@@ -104,6 +106,13 @@ type Queue struct {
 	backoffMu sync.Mutex
 	backoff   map[string]struct{}
 	delayed   map[string]struct{}
+
+	// idleWait observes the wait of keys queued while idle; nil without
+	// metrics. queuedAt holds when such a key was queued, until a worker
+	// takes it; inFlight the keys the workers hold.
+	idleWait prometheus.Observer
+	queuedAt *xsync.Map[string, time.Time]
+	inFlight *xsync.Map[string, struct{}]
 }
 
 // New builds a shard queue.
@@ -122,12 +131,52 @@ func New(cfg Config) (*Queue, error) {
 		qc.Name = cfg.Name
 		qc.MetricsProvider = cfg.Metrics.provider(strconv.Itoa(cfg.Shard))
 	}
-	return &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc),
-		backoff: map[string]struct{}{}, delayed: map[string]struct{}{}}, nil
+	q := &Queue{cfg: cfg, limiter: limiter, wq: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, qc),
+		backoff: map[string]struct{}{}, delayed: map[string]struct{}{}}
+	if cfg.Metrics != nil && cfg.Name != "" {
+		q.idleWait = cfg.Metrics.idleWait.WithLabelValues(cfg.Name, strconv.Itoa(cfg.Shard))
+		q.queuedAt = xsync.NewMap[string, time.Time]()
+		q.inFlight = xsync.NewMap[string, struct{}]()
+	}
+	return q, nil
 }
 
 // Add queues key now; a key already waiting is not queued twice.
-func (q *Queue) Add(key string) { q.wq.Add(key) }
+func (q *Queue) Add(key string) {
+	q.noteQueued(key)
+	q.wq.Add(key)
+}
+
+// noteQueued remembers when an idle key was queued. A key in flight is
+// left out: it waits for its reconcile to end, which is not queueing. A
+// key already waiting keeps its first time.
+func (q *Queue) noteQueued(key string) {
+	if q.idleWait == nil {
+		return
+	}
+	if _, busy := q.inFlight.Load(key); busy {
+		return
+	}
+	q.queuedAt.LoadOrStore(key, q.cfg.Clock.Now())
+}
+
+// taken marks key in flight and observes its wait if it was queued idle.
+func (q *Queue) taken(key string) {
+	if q.idleWait == nil {
+		return
+	}
+	q.inFlight.Store(key, struct{}{})
+	if at, ok := q.queuedAt.LoadAndDelete(key); ok {
+		q.idleWait.Observe(q.cfg.Clock.Since(at).Seconds())
+	}
+}
+
+// released ends key's time in flight.
+func (q *Queue) released(key string) {
+	if q.idleWait != nil {
+		q.inFlight.Delete(key)
+	}
+}
 
 // Fresh queues key now and forgets its failures, so that its next
 // failure waits the base delay again: for a new object under a key whose
@@ -136,7 +185,7 @@ func (q *Queue) Add(key string) { q.wq.Add(key) }
 func (q *Queue) Fresh(key string) {
 	q.settled(key)
 	q.wq.Forget(key)
-	q.wq.Add(key)
+	q.Add(key)
 }
 
 // RetryNow queues every key that waits out a failure's retry delay now,
@@ -149,7 +198,7 @@ func (q *Queue) RetryNow() int {
 	keys := q.take(q.backoff)
 	for _, k := range keys {
 		q.wq.Forget(k)
-		q.wq.Add(k)
+		q.Add(k)
 	}
 	return len(keys)
 }
@@ -161,7 +210,7 @@ func (q *Queue) RetryNow() int {
 func (q *Queue) RetryDelayed() int {
 	keys := q.take(q.delayed)
 	for _, k := range keys {
-		q.wq.Add(k)
+		q.Add(k)
 	}
 	return len(keys)
 }
@@ -259,7 +308,9 @@ func (q *Queue) next(ctx context.Context, h Handler) bool {
 	if shutdown {
 		return false
 	}
+	q.taken(key)
 	defer q.wq.Done(key)
+	defer q.released(key)
 	if q.dropping.Load() {
 		q.wq.Forget(key)
 		return true

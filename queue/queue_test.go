@@ -423,3 +423,61 @@ func TestRetryDelayed(t *testing.T) {
 	}
 	wait(t, r.ch("a#2"), "a retried now instead of after an hour")
 }
+
+// TestIdleKeyWait: the idle-key wait counts keys queued while neither
+// waiting nor in flight, and leaves out a key queued again while its
+// reconcile runs (whose wait is that reconcile's end).
+func TestIdleKeyWait(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	q := newQueue(t, Config{Name: "pods", Shard: 1, Workers: 1, Metrics: m, Clock: clk})
+	inside, release := make(chan struct{}), make(chan struct{})
+	rec := newRecorder(func(key string, call int) error {
+		if key == "a" && call == 1 {
+			close(inside)
+			<-release
+		}
+		return nil
+	})
+	q.Add("a")
+	clk.Step(3 * time.Second)
+	q.Start(context.Background(), rec.handle)
+	wait(t, inside, "the first reconcile of a")
+	q.Add("a") // in flight: waits for the reconcile, not counted
+	q.Add("b") // idle: counted from now
+	clk.Step(2 * time.Second)
+	close(release)
+	wait(t, rec.ch("a#2"), "a's second reconcile")
+	wait(t, rec.ch("b#1"), "b's reconcile")
+	q.Drain(context.Background())
+
+	count, sum := histogram(t, reg, "shardnet_queue_idle_key_wait_seconds")
+	if count != 2 || sum != 5 {
+		t.Errorf("idle-key waits: %d observed, %g s in all; want 2 (a's first 3 s, b's 2 s), 5 s", count, sum)
+	}
+}
+
+// histogram returns the sample count and sum of the one histogram named name.
+func histogram(t *testing.T, reg *prometheus.Registry, name string) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		if len(mf.GetMetric()) != 1 {
+			t.Fatalf("%s: %d series, want 1", name, len(mf.GetMetric()))
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		return h.GetSampleCount(), h.GetSampleSum()
+	}
+	t.Fatalf("no %s gathered", name)
+	return 0, 0
+}
