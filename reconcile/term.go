@@ -375,16 +375,16 @@ func (t *Term) ensure(ctx context.Context, key string, pod *corev1.Pod, vm *VMHo
 	// a served one of the same name is written.
 	nbErr, recErr := portsAndRecords(submit, records, len(plan.Unplug) == 0)
 	if len(ops) > 0 {
-		if err := nbErr; err != nil {
+		if nbErr != nil {
 			for _, d := range served {
 				if d.w.Port != nil {
 					t.written.Delete(d.w.Port.Name)
 				}
 			}
-			if !errors.Is(err, ovn.ErrStaleEpoch) {
-				t.warn(pod, ReasonPort, err)
+			if !errors.Is(nbErr, ovn.ErrStaleEpoch) {
+				t.warn(pod, ReasonPort, nbErr)
 			}
-			return "allocate", fmt.Errorf("writing the ports of %s: %w", key, err)
+			return "allocate", fmt.Errorf("writing the ports of %s: %w", key, nbErr)
 		}
 		now := t.p.cfg.Now()
 		for _, d := range served {
