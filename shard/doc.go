@@ -31,8 +31,10 @@
 //     decreases; (shard, epoch) names one ownership term;
 //   - handoff: a new owner starts only once every member that may still run
 //     the shard has acknowledged the release (reported a table generation at
-//     least the move's, without the shard among its held ones), or once that
-//     member's Lease has not changed for LeaseDuration on the leader's clock;
+//     least the move's, without the shard among its held ones; a member
+//     already pending before the move, at least the move it was pending
+//     on), or once that member's Lease has not changed for LeaseDuration on
+//     the leader's clock;
 //   - a replica that cannot renew its member Lease for RenewDeadline
 //     abandons every shard by itself; since RenewDeadline < LeaseDuration and
 //     both are measured from the renewal's send on one side and its

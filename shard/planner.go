@@ -80,7 +80,11 @@ func (p *Planner) alive(m *Member, now time.Time) bool {
 //     members; any alive non-owner that reports holding the shard is pending;
 //   - a pending member drops out once it reports a generation at least the
 //     entry's Gen without holding the shard (its acknowledgement), or once it
-//     is no longer alive (its own renew deadline stopped it before that);
+//     is no longer alive (its own renew deadline stopped it before that); a
+//     member kept pending from before an owner change is owed the release of
+//     the generation before it (the previous entry's Gen), so a report of
+//     that one acknowledges it: a restarted process reports the table it
+//     read on start and is not made to answer the move it has not seen yet;
 //   - the table records the alive members (Members): leaving ones, and
 //     those that deleted their Lease less than LeaseDuration ago, included;
 //     while no member is ready it only adds to them, so a stop of every
@@ -137,9 +141,17 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 		e := &next.Shards[s]
 		old := prev.Shards[s]
 		target := owners[s]
+		// owed is the generation each pending member has to have seen:
+		// the entry's Gen, or for a member already pending before this
+		// step's owner change the Gen of the entry it was pending on.
+		owed := map[string]uint64{}
+		for _, name := range old.Pending {
+			owed[name] = old.Gen
+		}
 		if target != old.Owner || (target != "" && incarnation[target] != old.Inc) {
 			if old.Active() {
 				e.Pending = appendSorted(e.Pending, old.Owner)
+				delete(owed, old.Owner)
 			}
 			e.Owner = target
 			e.Inc = ""
@@ -160,7 +172,11 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 			if !ok || !p.alive(m, now) {
 				return true
 			}
-			return m.Seen >= e.Gen && !m.Held.Has(s)
+			gen, carried := owed[name]
+			if !carried {
+				gen = e.Gen
+			}
+			return m.Seen >= gen && !m.Held.Has(s)
 		})
 		if len(e.Pending) == 0 {
 			e.Pending = nil
