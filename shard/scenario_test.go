@@ -32,6 +32,9 @@ type simMember struct {
 	running  map[int]uint64 // shard -> epoch it runs or drains
 	draining Set            // shards of running being drained
 	seen     uint64         // generation processed
+	// unreported: running changed since the last report (a late Lease
+	// write); the next sync reports.
+	unreported bool
 
 	// What the Lease says, and when the leader last saw it change.
 	rep      Member
@@ -44,6 +47,7 @@ type sim struct {
 	planner *Planner
 	renew   time.Duration // renew deadline: a member that has not renewed for this long stops
 	table   *Assignment
+	history []*Assignment // every table written, oldest first
 	members map[string]*simMember
 }
 
@@ -135,7 +139,7 @@ func (s *sim) run(cmd string, args []string) string {
 		// once: it runs nothing and reports the table it read on start.
 		for _, n := range args {
 			m := s.member(n)
-			m.running, m.draining = map[int]uint64{}, Set{}
+			m.running, m.draining, m.unreported = map[int]uint64{}, Set{}, false
 			m.inc++
 			m.renewing, m.deleted, m.leaving, m.slow = true, false, false, false
 			m.lastRenew = now
@@ -185,6 +189,7 @@ func (s *sim) run(cmd string, args []string) string {
 			out = append(out, fmt.Sprintf("moved %d: %s", len(plan.Moved), FormatRanges(plan.Moved)))
 		}
 		s.table = plan.Next
+		s.history = append(s.history, plan.Next)
 		out = append(out, s.table.String())
 	case "sync":
 		for _, n := range s.names(args) {
@@ -213,7 +218,14 @@ func (s *sim) run(cmd string, args []string) string {
 // longer run, finishes drains unless slow, acquires what is runnable, and
 // reports when anything changed or the leader waits on it.
 func (s *sim) sync(m *simMember) []string {
-	runnable := s.table.Runnable(m.name)
+	return s.syncWith(m, s.table, true)
+}
+
+// syncWith is sync against table, which may be older than the latest one
+// (a member's watch of the table can lag behind the leader's writes); with
+// report false its Lease write is late, left for its next sync.
+func (s *sim) syncWith(m *simMember, table *Assignment, report bool) []string {
+	runnable := table.Runnable(m.name)
 	var released, draining, acquired []int
 	for sh, ep := range m.running {
 		if want, ok := runnable[sh]; ok && want == ep {
@@ -238,10 +250,16 @@ func (s *sim) sync(m *simMember) []string {
 		acquired = append(acquired, sh)
 	}
 	reported := m.rep.Seen
-	m.seen = s.table.Generation
+	m.seen = table.Generation
 	changed := len(released)+len(acquired) > 0
-	if changed || s.table.AwaitsAck(m.name, reported) {
+	switch {
+	case !report:
+		// The Lease write has not landed yet: the leader still sees the
+		// last report, which may leave out what the member now runs.
+		m.unreported = m.unreported || changed
+	case changed || m.unreported || table.AwaitsAck(m.name, reported):
 		s.report(m)
+		m.unreported = false
 	}
 	var out []string
 	if len(released) > 0 {
