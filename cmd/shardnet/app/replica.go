@@ -179,7 +179,11 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	// the two took 9 s and 1.4 s one after the other); they start once
 	// the Northbound answers, so that an incarnation that cannot reach it
 	// (retried every retry period) does not load them each time.
-	nbCfg.OnConnected = func() { r.ctrl.StartInformers(ctx) }
+	connecting := time.Now()
+	nbCfg.OnConnected = func() {
+		klog.FromContext(ctx).Info("Northbound connected; loading the caches", "connect", time.Since(connecting))
+		r.ctrl.StartInformers(ctx)
+	}
 	ok := false
 	defer func() {
 		if !ok {
