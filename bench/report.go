@@ -157,6 +157,9 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, ", missed by %.0f MiB", peak-PeakRSSGoalMiB)
 		}
 		b.WriteString(")\n")
+		if file := fileRSS(three.FileRSSMiB, three.Restarts); file != "" {
+			fmt.Fprintf(&b, "- of it, mapped from the binary (its code and read-only data, `RssFile`, read at the same moment; pages the kernel can drop and read again): %s\n", file)
+		}
 		if live := liveHeaps(three.LiveHeapMiB, three.Restarts); live != "" {
 			fmt.Fprintf(&b, "- live heap of a replica (what its last collection kept, `go_gc_heap_live_bytes`; --memory-limit is sized from it): %s\n", live)
 		}
@@ -241,6 +244,21 @@ func liveHeaps(routed []float64, rs []Restart) string {
 	for i, r := range rs {
 		if len(r.LiveHeapMiB) > 0 && slices.Max(r.LiveHeapMiB) > 0 {
 			parts = append(parts, fmt.Sprintf("%.0f MiB after restart %d", slices.Max(r.LiveHeapMiB), i+1))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fileRSS is the largest file-mapped RSS of the replicas once routed and
+// after each restart ("" when none was read).
+func fileRSS(routed []float64, rs []Restart) string {
+	var parts []string
+	if len(routed) > 0 && slices.Max(routed) > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f MiB routing", slices.Max(routed)))
+	}
+	for i, r := range rs {
+		if len(r.FileRSSMiB) > 0 && slices.Max(r.FileRSSMiB) > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f MiB after restart %d", slices.Max(r.FileRSSMiB), i+1))
 		}
 	}
 	return strings.Join(parts, ", ")

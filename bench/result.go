@@ -68,6 +68,10 @@ type Scenario struct {
 	// PeakRSSMiB and CPUSeconds are per replica process.
 	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
 	CPUSeconds []float64 `json:"cpuSeconds,omitempty"`
+	// FileRSSMiB is per replica process, read with PeakRSSMiB: the part of
+	// its RSS mapped from files (RssFile), which is the binary's code and
+	// read-only data, pages the kernel can drop and read again.
+	FileRSSMiB []float64 `json:"fileRSSMiB,omitempty"`
 	// LiveHeapMiB is per replica process once the pods were annotated:
 	// the heap its last collection kept (go_gc_heap_live_bytes), what
 	// --memory-limit is sized from.
@@ -128,6 +132,8 @@ type Restart struct {
 	NBTransactions float64 `json:"nbTransactions"`
 	// PeakRSSMiB is per new replica process.
 	PeakRSSMiB []float64 `json:"peakRSSMiB,omitempty"`
+	// FileRSSMiB is per new replica process, as Scenario.FileRSSMiB.
+	FileRSSMiB []float64 `json:"fileRSSMiB,omitempty"`
 	// LiveHeapMiB is per new replica process once steady, as
 	// Scenario.LiveHeapMiB.
 	LiveHeapMiB []float64 `json:"liveHeapMiB,omitempty"`

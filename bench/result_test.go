@@ -149,8 +149,9 @@ func TestLongestStall(t *testing.T) {
 func TestRestartAndMemoryReport(t *testing.T) {
 	r := &Result{Pods: 50000, Scenarios: []Scenario{{
 		Name: "shardnet-3", Replicas: 3, PodsPerSecond: 100, PeakRSSMiB: []float64{540, 560, 550}, LiveHeapMiB: []float64{240, 262.4, 251},
+		FileRSSMiB: []float64{55, 58.4, 56},
 		Restarts: []Restart{
-			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}, LiveHeapMiB: []float64{230, 270, 250}},
+			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}, LiveHeapMiB: []float64{230, 270, 250}, FileRSSMiB: []float64{52, 51, 53}},
 			{Seconds: 45, ReadySeconds: 44, PeakRSSMiB: []float64{500, 520, 530}},
 		},
 		RawReloadSeconds: 25,
@@ -168,9 +169,20 @@ func TestRestartAndMemoryReport(t *testing.T) {
 		"restart 2 of every replica to steady state (50000 pods): **45.0 s** (goal <= 20 s at 50,000 pods, missed by 25.0 s)",
 		"at once: **25.0 s**; the slowest restart took **1.80x** that",
 		"`go_gc_heap_live_bytes`; --memory-limit is sized from it): **262 MiB** once the pods were routed, 270 MiB after restart 1\n",
+		"pages the kernel can drop and read again): 58 MiB routing, 53 MiB after restart 1\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestStatusMiB reads /proc/PID/status fields in MiB.
+func TestStatusMiB(t *testing.T) {
+	status := "Name:\tshardnet\nVmHWM:\t  563200 kB\nVmRSS:\t  512000 kB\nRssAnon:\t  455680 kB\nRssFile:\t   56320 kB\n"
+	for key, want := range map[string]float64{"VmHWM:": 550, "RssFile:": 55, "RssShmem:": 0} {
+		if got := statusMiB(status, key); got != want {
+			t.Errorf("statusMiB(%q) = %v, want %v", key, got, want)
 		}
 	}
 }

@@ -551,8 +551,9 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			sc.APIWritesPerPodByMethod[m] = (v - before.byMethod[m]) / float64(cfg.Pods)
 		}
 		for _, rp := range procs {
-			rss, cpu := rp.usage()
+			rss, file, cpu := rp.usage()
 			sc.PeakRSSMiB = append(sc.PeakRSSMiB, rss)
+			sc.FileRSSMiB = append(sc.FileRSSMiB, file)
 			sc.CPUSeconds = append(sc.CPUSeconds, cpu)
 			sc.LiveHeapMiB = append(sc.LiveHeapMiB, rp.liveHeapMiB())
 		}
@@ -975,8 +976,9 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 	c := scrapeAll(procs)
 	r.APIWrites, r.NBTransactions = c.writes, c.txns
 	for i, rp := range procs {
-		rss, _ := rp.usage()
+		rss, file, _ := rp.usage()
 		r.PeakRSSMiB = append(r.PeakRSSMiB, rss)
+		r.FileRSSMiB = append(r.FileRSSMiB, file)
 		r.LiveHeapMiB = append(r.LiveHeapMiB, rp.liveHeapMiB())
 		if profile {
 			cfg.profile(rp.pprofAddr, fmt.Sprintf("heap-restarted-shardnet-%d.pb.gz", i), "heap", 0)
@@ -1805,16 +1807,25 @@ func (rp *replicaProc) liveHeapMiB() float64 {
 	return scrape(rp.metricsAddr)["go_gc_heap_live_bytes"] / (1 << 20)
 }
 
-// usage is the process's peak RSS (MiB) and CPU time (s) from /proc.
-func (rp *replicaProc) usage() (rssMiB, cpuSeconds float64) {
+// usage is the process's peak RSS (MiB), the part of its RSS that is
+// mapped from files (MiB, at the moment of the reading: the binary's code
+// and read-only data) and its CPU time (s), from /proc.
+func (rp *replicaProc) usage() (rssMiB, fileMiB, cpuSeconds float64) {
 	pid := rp.cmd.Process.Pid
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-				rssMiB = kb / 1024
-			}
+		rssMiB, fileMiB = statusMiB(string(b), "VmHWM:"), statusMiB(string(b), "RssFile:")
+	}
+	return rssMiB, fileMiB, harness.ProcCPUSeconds(pid)
+}
+
+// statusMiB reads the field key of a /proc/PID/status text in MiB (0 when
+// it is missing).
+func statusMiB(status, key string) float64 {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, key); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
 		}
 	}
-	return rssMiB, harness.ProcCPUSeconds(pid)
+	return 0
 }
