@@ -237,28 +237,26 @@ func restartPeaks(rs []Restart) string {
 // liveHeaps says the largest live heap of the replicas once routed and
 // after each restart, "" when none was read.
 func liveHeaps(routed []float64, rs []Restart) string {
-	var parts []string
-	if len(routed) > 0 && slices.Max(routed) > 0 {
-		parts = append(parts, fmt.Sprintf("**%.0f MiB** once the pods were routed", slices.Max(routed)))
-	}
-	for i, r := range rs {
-		if len(r.LiveHeapMiB) > 0 && slices.Max(r.LiveHeapMiB) > 0 {
-			parts = append(parts, fmt.Sprintf("%.0f MiB after restart %d", slices.Max(r.LiveHeapMiB), i+1))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return largestPerPhase(routed, rs, func(r Restart) []float64 { return r.LiveHeapMiB }, "**%.0f MiB** once the pods were routed")
 }
 
 // fileRSS is the largest file-mapped RSS of the replicas once routed and
 // after each restart ("" when none was read).
 func fileRSS(routed []float64, rs []Restart) string {
+	return largestPerPhase(routed, rs, func(r Restart) []float64 { return r.FileRSSMiB }, "%.0f MiB routing")
+}
+
+// largestPerPhase lists the largest of the replicas' readings once routed
+// (formatted by routedFormat) and after each restart (of restart's), the
+// phases with no reading (all zero) left out.
+func largestPerPhase(routed []float64, rs []Restart, restart func(Restart) []float64, routedFormat string) string {
 	var parts []string
 	if len(routed) > 0 && slices.Max(routed) > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f MiB routing", slices.Max(routed)))
+		parts = append(parts, fmt.Sprintf(routedFormat, slices.Max(routed)))
 	}
 	for i, r := range rs {
-		if len(r.FileRSSMiB) > 0 && slices.Max(r.FileRSSMiB) > 0 {
-			parts = append(parts, fmt.Sprintf("%.0f MiB after restart %d", slices.Max(r.FileRSSMiB), i+1))
+		if v := restart(r); len(v) > 0 && slices.Max(v) > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f MiB after restart %d", slices.Max(v), i+1))
 		}
 	}
 	return strings.Join(parts, ", ")
