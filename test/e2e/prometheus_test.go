@@ -43,8 +43,10 @@ const rulesFile = "../../deploy/prometheus/shardnet-rules.yaml"
 // TestDashboardQueriesOnPrometheus: replicas, each serving /metrics on its
 // own port, scraped by a real Prometheus every second while they hand
 // shards over (one alone, then three, then four) and route a few hundred
-// pods, two of them bad, and a dozen more that fill a small subnet. Then
-// every query of the Grafana dashboard, and every variable's label query,
+// pods, two of them bad, and a dozen more that fill a small subnet, and a
+// last batch once a fourth replica has joined and every target has been
+// scraped. Then every query of the Grafana dashboard, and every variable's
+// label query,
 // returns data: a panel that names a metric or label the code does not
 // export, or that aggregates it away, fails here rather than in front of an
 // operator. The same Prometheus evaluates the shipped alerting rules (with
@@ -96,6 +98,23 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 	}
 	run := runServers(t)
 	prom := startPrometheus(t, scrape, testRules(t))
+	// scrapedSince is a waitFor check: every one of these targets' last
+	// scrape was good and started after since.
+	scrapedSince := func(these []string, since time.Time) func() error {
+		want := slices.Sorted(slices.Values(these))
+		return func() error {
+			up, err := prom.upTargetsSince(ctx, since)
+			if err != nil {
+				return err
+			}
+			up = slices.DeleteFunc(up, func(a string) bool { return !slices.Contains(want, a) })
+			slices.Sort(up)
+			if !slices.Equal(up, want) {
+				return errorf("targets up and scraped since %s: %v, want %v", since.Format(time.RFC3339Nano), up, want)
+			}
+			return nil
+		}
+	}
 
 	// One replica alone takes every shard; the two that join take theirs
 	// from it, so that the handoff panels have releases to show.
@@ -109,6 +128,13 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 	run(ids[1], servers[1])
 	run(ids[2], servers[2])
 	waitSpread(t, ctx, ids[:3], servers[:3])
+	// A release duration series is born at its first release, and rate()
+	// counts nothing for a series' first sample: the release panels show
+	// the first replica's releases when the fourth joins only if a good
+	// scrape saw its series between the two (the pods below can take
+	// less time than a few scrapes on a quiet machine, and a loaded one
+	// times scrapes out).
+	waitFor(t, ctx, "the first three targets scraped after the spread", scrapedSince(targets[:3], time.Now()))
 
 	const pods = 300
 	c.createPods("ns-load", "pod", node.Name, pods)
@@ -138,19 +164,19 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 	run(ids[3], servers[3])
 	waitSpread(t, ctx, ids, servers)
 
-	waitFor(t, ctx, "every target scraped", func() error {
-		up, err := prom.upTargets(ctx)
-		if err != nil {
-			return err
-		}
-		slices.Sort(up)
-		want := slices.Clone(targets)
-		slices.Sort(want)
-		if !slices.Equal(up, want) {
-			return errorf("targets up: %v, want %v", up, want)
-		}
-		return nil
-	})
+	waitFor(t, ctx, "every target scraped", scrapedSince(targets, time.Time{}))
+
+	// A last batch of pods between two good scrapes of every target. A
+	// rate() panel needs an increase between two samples in its window;
+	// on a loaded machine the scrapes during the load above can time out
+	// (1 s), and a series whose first good sample came after the load
+	// shows nothing (seen in CI: every allocation panel NaN). Every
+	// target's last scrape was good just now, before the batch; the
+	// queries wait for a good one after it.
+	const last = 24
+	c.createPods("ns-load", "last", node.Name, last)
+	c.waitRouted(ctx, "ns-load", pods+last)
+	waitFor(t, ctx, "every target scraped after the last batch", scrapedSince(targets, time.Now()))
 
 	// Every query must return a series with a number: NaN (a quantile of
 	// no observations) is a panel with nothing to draw. The data may lag
@@ -656,10 +682,17 @@ func (p *promServer) rules(ctx context.Context) ([]ruleState, error) {
 
 // upTargets is the addresses of the targets whose last scrape succeeded.
 func (p *promServer) upTargets(ctx context.Context) ([]string, error) {
+	return p.upTargetsSince(ctx, time.Time{})
+}
+
+// upTargetsSince lists the targets whose last scrape succeeded and
+// started after since.
+func (p *promServer) upTargetsSince(ctx context.Context, since time.Time) ([]string, error) {
 	var data struct {
 		ActiveTargets []struct {
-			Labels map[string]string `json:"labels"`
-			Health string            `json:"health"`
+			Labels     map[string]string `json:"labels"`
+			Health     string            `json:"health"`
+			LastScrape time.Time         `json:"lastScrape"`
 		} `json:"activeTargets"`
 	}
 	if err := p.get(ctx, "/api/v1/targets", url.Values{"state": {"active"}}, &data); err != nil {
@@ -667,7 +700,7 @@ func (p *promServer) upTargets(ctx context.Context) ([]string, error) {
 	}
 	var up []string
 	for _, tg := range data.ActiveTargets {
-		if tg.Health == "up" {
+		if tg.Health == "up" && tg.LastScrape.After(since) {
 			up = append(up, tg.Labels["instance"])
 		}
 	}
