@@ -141,17 +141,9 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 		e := &next.Shards[s]
 		old := prev.Shards[s]
 		target := owners[s]
-		// owed is the generation each pending member has to have seen:
-		// the entry's Gen, or for a member already pending before this
-		// step's owner change the Gen of the entry it was pending on.
-		owed := map[string]uint64{}
-		for _, name := range old.Pending {
-			owed[name] = old.Gen
-		}
 		if target != old.Owner || (target != "" && incarnation[target] != old.Inc) {
 			if old.Active() {
 				e.Pending = appendSorted(e.Pending, old.Owner)
-				delete(owed, old.Owner)
 			}
 			e.Owner = target
 			e.Inc = ""
@@ -172,9 +164,13 @@ func (p *Planner) Step(prev *Assignment, members []Member, now time.Time) (Plan,
 			if !ok || !p.alive(m, now) {
 				return true
 			}
-			gen, carried := owed[name]
-			if !carried {
-				gen = e.Gen
+			// The generation it has to have seen: the entry's, or for a
+			// member already pending before this step's owner change, the
+			// one it was pending on (an active entry has no pending
+			// member, so the previous owner added above is never one).
+			gen := e.Gen
+			if slices.Contains(old.Pending, name) {
+				gen = old.Gen
 			}
 			return m.Seen >= gen && !m.Held.Has(s)
 		})
