@@ -46,10 +46,9 @@ const rulesFile = "../../deploy/prometheus/shardnet-rules.yaml"
 // pods, two of them bad, and a dozen more that fill a small subnet, and a
 // last batch once a fourth replica has joined and every target has been
 // scraped. Then every query of the Grafana dashboard, and every variable's
-// label query,
-// returns data: a panel that names a metric or label the code does not
-// export, or that aggregates it away, fails here rather than in front of an
-// operator. The same Prometheus evaluates the shipped alerting rules (with
+// label query, returns data: a panel that names a metric or label the code
+// does not export, or that aggregates it away, fails here rather than in
+// front of an operator. The same Prometheus evaluates the shipped alerting rules (with
 // their for: durations at 0s): every rule evaluates without error, the
 // subnet-nearly-full alert fires for the full subnet and not for the
 // default one, kube-ovn's own exhaustion expression sees one series for it
@@ -680,13 +679,8 @@ func (p *promServer) rules(ctx context.Context) ([]ruleState, error) {
 	return out, nil
 }
 
-// upTargets is the addresses of the targets whose last scrape succeeded.
-func (p *promServer) upTargets(ctx context.Context) ([]string, error) {
-	return p.upTargetsSince(ctx, time.Time{})
-}
-
-// upTargetsSince lists the targets whose last scrape succeeded and
-// started after since.
+// upTargetsSince is the addresses of the targets whose last scrape
+// succeeded and started after since.
 func (p *promServer) upTargetsSince(ctx context.Context, since time.Time) ([]string, error) {
 	var data struct {
 		ActiveTargets []struct {
