@@ -4,6 +4,8 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces a module with this directory (third_party/rpc2/SHARDNET.md).
+COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 # Declared after the download so that a new commit reuses its layer.

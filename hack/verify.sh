@@ -10,7 +10,8 @@ if [ -n "$unformatted" ]; then
 	echo "verify: gofmt would change:"; echo "$unformatted"; fail=1
 fi
 go vet ./... || fail=1
-for mod in . hack/tools test/tools/etcd test/tools/kube-apiserver test/tools/kwok; do
+(cd third_party/rpc2 && go vet ./jsonrpc/) || fail=1
+for mod in . third_party/rpc2 hack/tools test/tools/etcd test/tools/kube-apiserver test/tools/kwok; do
 	(cd "$mod" && go mod tidy -diff) || { echo "verify: go mod tidy changes $mod"; fail=1; }
 done
 hack/generate.sh
