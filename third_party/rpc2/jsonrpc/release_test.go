@@ -80,4 +80,3 @@ func (c *chunked) Read(p []byte) (int, error) {
 	c.data = c.data[k:]
 	return k, nil
 }
-
