@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,12 +17,15 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
+	kubeovninformers "github.com/shardnet/shardnet/api/client/informers/externalversions/kubeovn/v1"
+	claiminformers "github.com/shardnet/shardnet/api/client/informers/externalversions/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/internal/claimcache"
@@ -69,6 +73,20 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 	inf.VMs = kubevirt.New(disc, dyn, resync, logger.WithName("kubevirt"))
 	inf.Kube = informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(TrimPod))
 	inf.CRDs = externalversions.NewSharedInformerFactoryWithOptions(crds, resync, externalversions.WithTransform(trimCRD))
+	// The factories' informers index every object by namespace. No reader
+	// of the three with an object per pod lists by namespace (IP records
+	// and claims are cluster-scoped, pods are read by key), and at 50,000
+	// pods each such index held about 2 MB per replica: they are made here
+	// without it, before anything asks the factories for them.
+	inf.Kube.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
+	})
+	inf.CRDs.InformerFor(&kubeovnv1.IP{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return kubeovninformers.NewIPInformer(c, resync, cache.Indexers{})
+	})
+	inf.CRDs.InformerFor(&v1alpha1.AddressClaim{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return claiminformers.NewAddressClaimInformer(c, resync, cache.Indexers{})
+	})
 	pods := inf.Kube.Core().V1().Pods()
 	inf.Pods = pods.Informer()
 	if err := inf.Pods.AddIndexers(cache.Indexers{ShardIndex: func(obj any) ([]string, error) {
@@ -135,7 +153,8 @@ func (inf *Informers) Shards() int { return inf.shards }
 // Annotation and label keys, the namespace and the node name are shared
 // with every other cached pod that has the same ones (podKeys): decoded,
 // each pod had its own copy of the same dozen kube-ovn keys. Pods with the
-// same labels share one label map (labelSets).
+// same labels share one label map (labelSets), and pods with the same
+// owners one owner reference list (ownerSets).
 //
 // The input is not changed, but the result shares its slices and strings:
 // an informer hands the transform an object it just decoded and drops it
@@ -151,6 +170,7 @@ func TrimPod(obj any) (any, error) {
 	om.Annotations = nil
 	om.Labels = labelSets.share(om.Labels, func(m map[string]string) map[string]string { return internMap(m, "", sharedValue) })
 	om.Namespace = podKeys.intern(om.Namespace)
+	om.OwnerReferences = ownerSets.share(om.OwnerReferences)
 	c := podcache.New(p, om)
 	c.Annotations = podcache.NewAnnotationsFunc(ann, func(k, v string) (string, string, bool) {
 		if k == corev1.LastAppliedConfigAnnotation {
@@ -181,6 +201,17 @@ func trimCRD(obj any) (any, error) {
 		o.Labels = labelSets.share(o.Labels, internEvery)
 		sp := &o.Spec
 		sp.Namespace, sp.Subnet, sp.NodeName, sp.PodType = podKeys.intern(sp.Namespace), podKeys.intern(sp.Subnet), podKeys.intern(sp.NodeName), podKeys.intern(sp.PodType)
+		// The family's address is the address of a single-stack record,
+		// and the record is named after its pod ("<pod>.<namespace>[.<provider>]"):
+		// decoded, each was a string of its own.
+		if sp.V4IPAddress == sp.IPAddress {
+			sp.V4IPAddress = sp.IPAddress
+		} else if sp.V6IPAddress == sp.IPAddress {
+			sp.V6IPAddress = sp.IPAddress
+		}
+		if n := len(sp.PodName); n > 0 && len(o.Name) > n && o.Name[n] == '.' && o.Name[:n] == sp.PodName {
+			sp.PodName = o.Name[:n]
+		}
 		return ipcache.New(o), nil
 	case *v1alpha1.AddressClaim:
 		o.ManagedFields = nil
@@ -257,8 +288,12 @@ var labelSets = mapInterner{max: 1 << 12}
 
 // mapInterner maps a label map to one shared map with the same content. It
 // keeps at most max maps (pods with labels of their own, a StatefulSet's
-// pod name, would otherwise grow it without bound); past max, new maps are
-// not shared. Maps of more than maxSharedLabels entries are never shared.
+// pod name, would otherwise grow it without bound); when it holds max, it
+// forgets them all and starts over. Objects keep the maps they share, and
+// the sets still in use come back with the next objects that have them,
+// one more copy each; sets no object has any more (a ReplicaSet's
+// pod-template-hash after a rollout) do not stop new ones from being
+// shared. Maps of more than maxSharedLabels entries are never shared.
 type mapInterner struct {
 	mu   sync.RWMutex
 	sets map[uint64]map[string]string
@@ -307,7 +342,7 @@ func (in *mapInterner) share(m map[string]string, build func(map[string]string) 
 		return out
 	}
 	if len(in.sets) >= in.max {
-		return out
+		clear(in.sets)
 	}
 	if in.sets == nil {
 		in.sets = map[uint64]map[string]string{}
@@ -316,12 +351,95 @@ func (in *mapInterner) share(m map[string]string, build func(map[string]string) 
 	return out
 }
 
+// ownerSets holds one copy of each owner reference list that cached pods
+// have in common: the pods of one ReplicaSet, StatefulSet, DaemonSet or Job
+// have the same one, about 200 bytes per pod as decoded (the slice, four
+// strings and two *bool). Shared as labelSets, and bounded the same way.
+var ownerSets = ownersInterner{max: 1 << 12}
+
+// maxSharedOwners is the longest owner reference list shared: a pod has one.
+const maxSharedOwners = 2
+
+// ownersInterner maps an owner reference list to one shared list with the
+// same content, as mapInterner does label maps.
+type ownersInterner struct {
+	mu   sync.RWMutex
+	sets map[uint64][]metav1.OwnerReference
+	max  int
+}
+
+// share returns the shared list equal to refs, or refs itself, kept as the
+// shared one when there is none yet: the transform's input is dropped by
+// the informer afterwards, and cached objects are read-only.
+func (in *ownersInterner) share(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 || len(refs) > maxSharedOwners {
+		return refs
+	}
+	var d maphash.Hash
+	d.SetSeed(labelSeed)
+	for i := range refs {
+		r := &refs[i]
+		for _, s := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID)} {
+			d.WriteString(s)
+			d.WriteByte(0)
+		}
+		d.WriteByte(boolCode(r.Controller))
+		d.WriteByte(boolCode(r.BlockOwnerDeletion))
+	}
+	h := d.Sum64()
+	in.mu.RLock()
+	cur, ok := in.sets[h]
+	in.mu.RUnlock()
+	if ok {
+		if ownersEqual(cur, refs) {
+			return cur
+		}
+		return refs
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if cur, ok := in.sets[h]; ok {
+		if ownersEqual(cur, refs) {
+			return cur
+		}
+		return refs
+	}
+	if len(in.sets) >= in.max {
+		clear(in.sets)
+	}
+	if in.sets == nil {
+		in.sets = map[uint64][]metav1.OwnerReference{}
+	}
+	refs = slices.Clip(refs)
+	in.sets[h] = refs
+	return refs
+}
+
+// boolCode tells a nil, false and true *bool apart.
+func boolCode(b *bool) byte {
+	switch {
+	case b == nil:
+		return 0
+	case *b:
+		return 2
+	}
+	return 1
+}
+
+func ownersEqual(a, b []metav1.OwnerReference) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
+		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
+			boolCode(x.Controller) == boolCode(y.Controller) && boolCode(x.BlockOwnerDeletion) == boolCode(y.BlockOwnerDeletion)
+	})
+}
+
 // podKeys holds one copy of each string TrimPod shares between pods.
 var podKeys = interner{max: 1 << 14}
 
 // interner maps a string to its one shared copy. It keeps at most max
 // strings, so pods with keys of their own (a label value per pod) cannot
-// grow it without bound: past max, new strings are not shared.
+// grow it without bound: when it holds max, it forgets them all and starts
+// over, as mapInterner does.
 type interner struct {
 	m   sync.Map // string -> string
 	n   atomic.Int64
@@ -336,7 +454,10 @@ func (in *interner) intern(s string) string {
 		return v.(string)
 	}
 	if in.n.Load() >= in.max {
-		return s
+		// Concurrent callers may clear it twice, or count a string
+		// stored before the clear: the bound holds within a few strings.
+		in.m.Clear()
+		in.n.Store(0)
 	}
 	// A copy of its own: s may share memory with the rest of a decoded
 	// object that would otherwise stay alive for it.

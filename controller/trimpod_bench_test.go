@@ -11,10 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/internal/claimcache"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 )
 
@@ -36,6 +39,10 @@ func decodedPod(i int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), UID: "u", ResourceVersion: "1",
 			Labels: map[string]string{c("app"): c("bench"), c("shardnet.io/bench-run"): c("r1")}, Annotations: ann,
+			// The pods of one ReplicaSet, fifty pods each.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: c("apps/v1"), Kind: c("ReplicaSet"),
+				Name: fmt.Sprintf("web-%d-7d9c8b5f4", i/50), UID: types.UID(fmt.Sprintf("0b6f6c1e-6d2a-4c55-9d3e-%012d", i/50)),
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{NodeName: c(fmt.Sprintf("node-%d", i%100))},
 	}
@@ -102,7 +109,7 @@ func decodedClaimAndIP(i int) (*v1alpha1.AddressClaim, *kubeovnv1.IP) {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.bench", i), UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e11", ResourceVersion: "123457", Generation: 1,
 			Labels: map[string]string{c("ovn.kubernetes.io/subnet"): c("ovn-default"), c("ovn-default"): c("")}},
 		Spec: kubeovnv1.IPSpec{PodName: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), Subnet: c("ovn-default"), NodeName: c(fmt.Sprintf("node-%d", i%100)),
-			IPAddress: addr, V4IPAddress: addr, MacAddress: claim.Spec.MAC, PodType: c("")},
+			IPAddress: addr, V4IPAddress: c(addr), MacAddress: claim.Spec.MAC, PodType: c("")},
 	}
 	return claim, ip
 }
@@ -157,6 +164,44 @@ func TestTrimPodSharesKeys(t *testing.T) {
 	if !same(pa.Namespace, pb.Namespace) || !same(pa.Spec.NodeName, pb.Spec.NodeName) || !same(keyOf(pa.Labels, "app"), keyOf(pb.Labels, "app")) {
 		t.Error("namespace, node name or label key not shared")
 	}
+	// Pods 1 and 2 have one ReplicaSet, pod 101 another.
+	c, _ := TrimPod(decodedPod(2))
+	pc := c.(*podcache.Pod).Pod()
+	if len(pa.OwnerReferences) != 1 || &pa.OwnerReferences[0] != &pc.OwnerReferences[0] {
+		t.Error("two pods of one ReplicaSet keep an owner reference list each")
+	}
+	if &pa.OwnerReferences[0] == &pb.OwnerReferences[0] || pb.OwnerReferences[0].Name != decodedPod(101).OwnerReferences[0].Name {
+		t.Errorf("pods of two ReplicaSets share an owner: %v", pb.OwnerReferences)
+	}
+}
+
+// Owner reference lists are shared only when every field is equal, a nil
+// *bool apart from a false one, and the interner starts over when full.
+func TestOwnersInterner(t *testing.T) {
+	in := ownersInterner{max: 2}
+	ref := func(name string, controller *bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: "u", Controller: controller}}
+	}
+	a := in.share(ref("a", ptr.To(true)))
+	if b := in.share(ref("a", ptr.To(true))); &b[0] != &a[0] {
+		t.Error("equal lists kept apart")
+	}
+	for _, other := range [][]metav1.OwnerReference{ref("a", ptr.To(false)), ref("a", nil), ref("b", ptr.To(true))} {
+		if got := in.share(other); &got[0] == &a[0] || !ownersEqual(got, other) {
+			t.Errorf("%+v shared with %+v", other[0], a[0])
+		}
+	}
+	if len(in.sets) > 2 {
+		t.Errorf("%d lists kept, bound 2", len(in.sets))
+	}
+	// Past the bound, new lists are still shared.
+	c1 := in.share(ref("c", nil))
+	if c2 := in.share(ref("c", nil)); &c2[0] != &c1[0] {
+		t.Error("past the bound, equal lists kept apart")
+	}
+	if got := in.share(nil); got != nil {
+		t.Errorf("no owners became %v", got)
+	}
 }
 
 // IP records and AddressClaims share their labels and common spec values
@@ -181,6 +226,25 @@ func TestTrimCRDSharesLabelsAndKeepsTheRest(t *testing.T) {
 	}
 	if ia.ManagedFields != nil || ia.Spec.ContainerID != "c1" || len(ia.Spec.AttachIPs) != 1 || ia.Spec.IPAddress != "10.0.0.1" || ia.Spec.PodName != "p1" {
 		t.Errorf("IP record trimmed wrongly: %+v", ia)
+	}
+	// A record's own strings: the family's address is the address, the
+	// pod's name is the start of the record's.
+	_, dec := decodedClaimAndIP(7)
+	got, _ := trimCRD(dec)
+	r, _ := ipcache.Of(got)
+	if r.Spec.V4IPAddress != r.Spec.IPAddress || !same(r.Spec.V4IPAddress, r.Spec.IPAddress) {
+		t.Errorf("the IPv4 address %q is kept apart from the address %q", r.Spec.V4IPAddress, r.Spec.IPAddress)
+	}
+	if r.Spec.PodName != "pod-7" || !same(r.Spec.PodName, r.Name) {
+		t.Errorf("the pod name %q is kept apart from the record's name %q", r.Spec.PodName, r.Name)
+	}
+	for _, name := range []string{"pod-70.bench", "pod-7x.bench", "pod-7"} {
+		_, dec := decodedClaimAndIP(7)
+		dec.Name = strings.Clone(name)
+		got, _ := trimCRD(dec)
+		if r, _ := ipcache.Of(got); r.Spec.PodName != "pod-7" || r.Name != name {
+			t.Errorf("record %q: pod name %q", r.Name, r.Spec.PodName)
+		}
 	}
 	claim := func(i int) *v1alpha1.AddressClaim {
 		return &v1alpha1.AddressClaim{
@@ -233,10 +297,14 @@ func TestMapInternerBoundAndCopies(t *testing.T) {
 		t.Errorf("an equal map is not the shared one, or the caller's change reached it: %v", got)
 	}
 	in.share(map[string]string{"app": "b"}, clone)
+	// Full: the next map starts it over, and is shared.
 	c1 := in.share(map[string]string{"app": "c"}, clone)
 	c2 := in.share(map[string]string{"app": "c"}, clone)
-	if sameMap(c1, c2) || len(in.sets) != 2 {
-		t.Errorf("past the bound a map was still kept (%d kept)", len(in.sets))
+	if !sameMap(c1, c2) || len(in.sets) > 2 {
+		t.Errorf("past the bound, equal maps kept apart or more than 2 kept (%d)", len(in.sets))
+	}
+	if !maps.Equal(sa, map[string]string{"app": "a"}) {
+		t.Errorf("a map shared before the start over changed: %v", sa)
 	}
 	if got := in.share(nil, clone); got != nil {
 		t.Errorf("nil labels became %v", got)
@@ -245,5 +313,31 @@ func TestMapInternerBoundAndCopies(t *testing.T) {
 	x := in.share(map[string]string{"app": "b"}, clone)
 	if y := in.share(map[string]string{"app": "b"}, clone); !sameMap(x, y) {
 		t.Error("two equal maps kept apart")
+	}
+}
+
+// The shared strings are bounded, and past the bound new ones are still
+// shared.
+func TestInternerStartsOverWhenFull(t *testing.T) {
+	in := interner{max: 2}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	src := strings.Clone("a")
+	a := in.intern(src)
+	if same(a, src) {
+		t.Error("the kept string is the caller's")
+	}
+	if b := in.intern(strings.Clone("a")); !same(a, b) {
+		t.Error("equal strings kept apart")
+	}
+	in.intern(strings.Clone("b"))
+	c1 := in.intern(strings.Clone("c"))
+	if c2 := in.intern(strings.Clone("c")); !same(c1, c2) {
+		t.Error("past the bound, equal strings kept apart")
+	}
+	if n := in.n.Load(); n > 2 {
+		t.Errorf("%d strings kept, bound 2", n)
+	}
+	if a != "a" {
+		t.Errorf("a string shared before the start over changed: %q", a)
 	}
 }

@@ -16,6 +16,12 @@
 // external_ids:pod, routes/policies/NAT by router and key column or by pod),
 // never a scan per pod.
 //
+// The connection's JSON-RPC codec is a patched copy of cenkalti/rpc2
+// (third_party/rpc2, through go.mod's replace): after a message over
+// 1 MiB, the reply to the first monitor being the one that matters, it
+// reads on with a new decoder, so that the buffer that reply needed (about
+// 16 MB at 50,000 ports) is not kept for the life of the connection.
+//
 // # Batcher
 //
 // A Batcher collects the op lists that many goroutines Submit, one request
