@@ -182,6 +182,17 @@ func TrimPod(obj any) (any, error) {
 		return podKeys.intern(k), v, true
 	})
 	c.NodeName = podKeys.intern(c.NodeName)
+	// A pod's address is the first of its addresses, and the pods of a
+	// node have its addresses: decoded, each was a string, and the
+	// node's list a slice, of its own.
+	if len(c.PodIPs) > 0 && c.PodIPs[0].IP == c.PodIP {
+		c.PodIP = c.PodIPs[0].IP
+	}
+	c.HostIP = podKeys.intern(c.HostIP)
+	c.HostIPs = hostIPSets.share(c.HostIPs)
+	if len(c.HostIPs) > 0 && c.HostIPs[0].IP == c.HostIP {
+		c.HostIP = c.HostIPs[0].IP
+	}
 	return c, nil
 }
 
@@ -431,6 +442,47 @@ func ownersEqual(a, b []metav1.OwnerReference) bool {
 		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
 			boolCode(x.Controller) == boolCode(y.Controller) && boolCode(x.BlockOwnerDeletion) == boolCode(y.BlockOwnerDeletion)
 	})
+}
+
+// hostIPSets holds one copy of each node's host address list, which every
+// pod of the node carries. Bounded as labelSets.
+var hostIPSets = hostIPsInterner{max: 1 << 14}
+
+// hostIPsInterner maps a host address list to one shared list with the
+// same addresses.
+type hostIPsInterner struct {
+	mu   sync.Mutex
+	sets map[string][]corev1.HostIP // by the addresses, comma-separated
+	max  int
+}
+
+// share returns the shared list equal to ips, or a copy of ips kept as the
+// shared one when there is none yet (its addresses shared through podKeys).
+func (in *hostIPsInterner) share(ips []corev1.HostIP) []corev1.HostIP {
+	if len(ips) == 0 || len(ips) > 2 {
+		return ips
+	}
+	key := ips[0].IP
+	if len(ips) == 2 {
+		key += "," + ips[1].IP
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if cur, ok := in.sets[key]; ok {
+		return cur
+	}
+	if len(in.sets) >= in.max {
+		clear(in.sets)
+	}
+	if in.sets == nil {
+		in.sets = map[string][]corev1.HostIP{}
+	}
+	ips = slices.Clone(ips) // the input is not changed
+	for i := range ips {
+		ips[i].IP = podKeys.intern(ips[i].IP)
+	}
+	in.sets[strings.Clone(key)] = ips
+	return ips
 }
 
 // podKeys holds one copy of each string TrimPod shares between pods.

@@ -45,6 +45,10 @@ func decodedPod(i int) *corev1.Pod {
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{NodeName: c(fmt.Sprintf("node-%d", i%100))},
+		// A running pod: its address, and its node's.
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			PodIP: fmt.Sprintf("10.16.%d.%d", i/250, i%250+1), PodIPs: []corev1.PodIP{{IP: fmt.Sprintf("10.16.%d.%d", i/250, i%250+1)}},
+			HostIP: c(fmt.Sprintf("172.18.0.%d", i%100+2)), HostIPs: []corev1.HostIP{{IP: c(fmt.Sprintf("172.18.0.%d", i%100+2))}}},
 	}
 }
 
@@ -52,7 +56,7 @@ func decodedPod(i int) *corev1.Pod {
 func trimUnshared(p *corev1.Pod) *corev1.Pod {
 	meta := p.ObjectMeta
 	meta.ManagedFields = nil
-	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}, Status: p.Status}
 }
 
 // retainedPerItem is the heap kept per item by 20,000 items kept alive
@@ -163,6 +167,18 @@ func TestTrimPodSharesKeys(t *testing.T) {
 	}
 	if !same(pa.Namespace, pb.Namespace) || !same(pa.Spec.NodeName, pb.Spec.NodeName) || !same(keyOf(pa.Labels, "app"), keyOf(pb.Labels, "app")) {
 		t.Error("namespace, node name or label key not shared")
+	}
+	// Pods 1 and 101 run on one node.
+	if len(pa.Status.HostIPs) != 1 || &pa.Status.HostIPs[0] != &pb.Status.HostIPs[0] || !same(pa.Status.HostIP, pb.Status.HostIP) {
+		t.Error("two pods of one node keep its addresses apart")
+	}
+	if pa.Status.PodIP != "10.16.0.2" || !same(pa.Status.PodIP, pa.Status.PodIPs[0].IP) || same(pa.Status.PodIP, pb.Status.PodIP) {
+		t.Errorf("pod address %q kept apart from its list %v, or shared with another pod's", pa.Status.PodIP, pa.Status.PodIPs)
+	}
+	d := decodedPod(3) // a node no pod above runs on
+	orig := d.Status.HostIPs[0].IP
+	if _, err := TrimPod(d); err != nil || !same(d.Status.HostIPs[0].IP, orig) {
+		t.Errorf("TrimPod changed its input (%v)", err)
 	}
 	// Pods 1 and 2 have one ReplicaSet, pod 101 another.
 	c, _ := TrimPod(decodedPod(2))
