@@ -399,7 +399,7 @@ type podAnnotations struct {
 }
 
 func (a podAnnotations) get(k string) string {
-	if a.c != nil {
+	if !a.c.IsNil() {
 		v, _ := a.c.Get(k)
 		return v
 	}
@@ -407,7 +407,7 @@ func (a podAnnotations) get(k string) string {
 }
 
 func (a podAnnotations) all() iter.Seq2[string, string] {
-	if a.c != nil {
+	if !a.c.IsNil() {
 		return a.c.All()
 	}
 	return maps.All(a.m)

@@ -3,9 +3,10 @@
 // reads, in a struct of about 400 bytes instead of the 1.2 KiB of a
 // corev1.Pod whose other fields are all empty. At 50,000 pods that is
 // about 40 MiB less heap per replica, and less for the collector to scan.
-// Its annotations are kept as sorted key and value pairs (Annotations),
-// not a map: 288 bytes for the nine a routed pod carries instead of about
-// 630, another 18 MiB at 50,000 pods. A reader that needs one value reads
+// Its annotations are kept as their values in the order of their sorted
+// keys, the keys shared with every pod that has the same ones
+// (Annotations), not a map: 144 bytes of its own for the nine a routed pod
+// carries instead of about 630, another 24 MiB at 50,000 pods. A reader that needs one value reads
 // it there (Get); the pods built for other readers get a map of their own.
 //
 // Readers keep their *corev1.Pod: Lister is a corelisters.PodLister over
@@ -21,8 +22,6 @@
 package podcache
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,9 +126,7 @@ func (c *Pod) SetAnnotations(m map[string]string) { c.Annotations = NewAnnotatio
 func (c *Pod) DeepCopyObject() runtime.Object {
 	out := *c
 	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	if c.Annotations != nil {
-		out.Annotations = slices.Clone(c.Annotations)
-	}
+	out.Annotations = c.Annotations.Clone()
 	if c.TerminationGracePeriodSeconds != nil {
 		v := *c.TerminationGracePeriodSeconds
 		out.TerminationGracePeriodSeconds = &v

@@ -1,6 +1,7 @@
 package podcache
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -64,11 +65,11 @@ func TestDeepCopyObject(t *testing.T) {
 	if !reflect.DeepEqual(cp, c) {
 		t.Fatalf("copy differs: %+v", cp)
 	}
-	cp.Annotations[1] = "10.9.9.9"
+	cp.Annotations.vals[0] = "10.9.9.9"
 	cp.Labels["x"] = "y"
 	cp.PodIPs[0].IP = "10.9.9.9"
 	*cp.TerminationGracePeriodSeconds = 1
-	if _, ok := c.Labels["x"]; ok || c.Annotations[1] != "10.0.0.5" || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 {
+	if _, ok := c.Labels["x"]; ok || c.Annotations.vals[0] != "10.0.0.5" || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 {
 		t.Fatal("the copy shares the original's maps, slices or pointers")
 	}
 	if !c.GetObjectKind().GroupVersionKind().Empty() {
@@ -113,7 +114,7 @@ func TestLister(t *testing.T) {
 	}
 }
 
-// TestAnnotations: a cached pod's annotations, kept as sorted pairs, read
+// TestAnnotations: a cached pod's annotations, kept as values beside shared sorted keys, read
 // back as the map they came from through every way in: Get, All, Map,
 // the metav1.Object accessors, and Into over a pod used before.
 func TestAnnotations(t *testing.T) {
@@ -150,11 +151,31 @@ func TestAnnotations(t *testing.T) {
 	if got := a.Map(); !reflect.DeepEqual(got, m) {
 		t.Errorf("Map = %v, want %v", got, m)
 	}
-	if NewAnnotations(nil) != nil || NewAnnotations(nil).Map() != nil {
+	if !NewAnnotations(nil).IsNil() || NewAnnotations(nil).Map() != nil || NewAnnotations(nil).Len() != 0 {
 		t.Error("no annotations became some")
 	}
-	if e := NewAnnotations(map[string]string{}); e == nil || e.Map() == nil || len(e.Map()) != 0 {
+	if e := NewAnnotations(map[string]string{}); e.IsNil() || e.Map() == nil || len(e.Map()) != 0 {
 		t.Error("an empty map did not come back empty")
+	}
+	// Pods with the same annotation names share their keys, not their
+	// values, and a copy has values of its own.
+	m2 := maps.Clone(m)
+	m2["ovn.kubernetes.io/ip_address"] = "10.16.0.6"
+	b := NewAnnotations(m2)
+	if a.keys != b.keys {
+		t.Error("two pods with the same annotation names keep their keys apart")
+	}
+	if v, _ := b.Get("ovn.kubernetes.io/ip_address"); v != "10.16.0.6" {
+		t.Errorf("the second pod reads %q", v)
+	}
+	fewer := NewAnnotations(map[string]string{"a": "1"})
+	if fewer.keys == a.keys || fewer.Len() != 1 {
+		t.Error("pods with other annotation names share keys")
+	}
+	cl := a.Clone()
+	cl.vals[0] = "changed"
+	if got := a.Map(); !reflect.DeepEqual(got, m) {
+		t.Errorf("changing a copy changed the original: %v", got)
 	}
 	dropped := NewAnnotationsFunc(m, func(k, v string) (string, string, bool) { return k, v + "!", k != "a" })
 	if _, ok := dropped.Get("a"); ok || dropped.Len() != len(m)-1 {
