@@ -5,9 +5,10 @@
 // about 40 MiB less heap per replica, and less for the collector to scan.
 // Its annotations are kept as their values in the order of their sorted
 // keys, the keys shared with every pod that has the same ones
-// (Annotations), not a map: 144 bytes of its own for the nine a routed pod
-// carries instead of about 630, another 24 MiB at 50,000 pods. A reader that needs one value reads
-// it there (Get); the pods built for other readers get a map of their own.
+// (Annotations), not a map: 144 bytes of its own for the nine a routed
+// pod carries instead of about 630, another 24 MiB at 50,000 pods. A
+// reader that needs one value reads it there (Get); the pods built for
+// other readers get a map of their own.
 //
 // Readers keep their *corev1.Pod: Lister is a corelisters.PodLister over
 // the informer's indexer that hands out a fresh *corev1.Pod built from
