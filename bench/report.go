@@ -186,7 +186,7 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "| %s | %.3g | %s |\n", m.Name, m.Value, m.Unit)
 		}
 	}
-	b.WriteString("\nProfiles (when taken): `pprof/`, heap of each replica once the pods were routed and after the first restart; CPU of the API server and the replicas over the first 20 s of the raw and 3-replica create phases (`cpu-routing-*`), over that restart in 30 s pieces until the replicas were steady (`cpu-restart-*`: the first 30 s; `cpu-restart-*.2` the next, and so on; the API server's over the first 30 s only) (`go tool pprof -top FILE`). Replica logs: `logs/`.\n")
+	b.WriteString("\nProfiles (when taken): `pprof/`, heap of each replica once the pods were routed and after the first restart; CPU of the API server and the replicas over the first 20 s of the raw and 3-replica create phases, at full and at half rate (`cpu-routing-*`), over that restart in 30 s pieces until the replicas were steady (`cpu-restart-*`: the first 30 s; `cpu-restart-*.2` the next, and so on; the API server's over the first 30 s only) (`go tool pprof -top FILE`). Replica logs: `logs/`.\n")
 	b.WriteString("\nPlots: `throughput.svg` (pods annotated over time), `latency.svg` (create-to-annotated distribution, log time axis).\n")
 	return b.String()
 }
