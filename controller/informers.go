@@ -189,10 +189,11 @@ func TrimPod(obj any) (any, error) {
 	if len(c.PodIPs) > 0 && c.PodIPs[0].IP == c.PodIP {
 		c.PodIP = c.PodIPs[0].IP
 	}
-	c.HostIP = podKeys.intern(c.HostIP)
 	c.HostIPs = hostIPSets.share(c.HostIPs)
 	if len(c.HostIPs) > 0 && c.HostIPs[0].IP == c.HostIP {
 		c.HostIP = c.HostIPs[0].IP
+	} else {
+		c.HostIP = podKeys.intern(c.HostIP)
 	}
 	return c, nil
 }
