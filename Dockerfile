@@ -4,7 +4,7 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-# go.mod replaces a module with this directory (third_party/rpc2/SHARDNET.md).
+# go.mod replaces two modules with copies in this directory (third_party/*/SHARDNET.md).
 COPY third_party/ third_party/
 RUN go mod download
 COPY . .

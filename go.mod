@@ -130,3 +130,8 @@ require (
 // does not keep the buffer of the largest message it read (the first
 // monitor reply) for the life of the connection. See third_party/rpc2.
 replace github.com/cenkalti/rpc2 => ./third_party/rpc2
+
+// The OVSDB client, with one change in its cache: an index value that maps
+// to one row keeps that row's UUID inline instead of in a set of its own.
+// See third_party/libovsdb.
+replace github.com/ovn-kubernetes/libovsdb => ./third_party/libovsdb

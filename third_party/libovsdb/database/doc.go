@@ -1,0 +1,5 @@
+/*
+Package database collects database related types, interfaces and
+implementations.
+*/
+package database

@@ -1,0 +1,4 @@
+/*
+Package inmemory provides a in-memory database implementation
+*/
+package inmemory

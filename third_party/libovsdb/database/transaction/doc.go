@@ -1,0 +1,4 @@
+/*
+Package transaction provides a transaction implementation
+*/
+package transaction
