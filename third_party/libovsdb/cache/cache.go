@@ -958,7 +958,8 @@ func (t *TableCache) Populate(tableUpdates ovsdb.TableUpdates) error {
 	return nil
 }
 
-// Populate2 adds data to the cache and places an event on the channel
+// Populate2 adds data to the cache and places an event on the channel.
+// It removes each row from tableUpdates once the row is applied.
 func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 	t.mutex.Lock()
 	defer t.mutex.Unlock()
@@ -982,6 +983,12 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 			err = t.ApplyCacheUpdate(update)
 			if err != nil {
 				return err
+			}
+			// The row is in the cache now: its decoded form may go
+			// while the rest are applied (the reply to a first monitor
+			// holds every row).
+			if !AsUpstream {
+				delete(tu, uuid)
 			}
 		}
 	}

@@ -1,0 +1,97 @@
+package ovn
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/ovn-kubernetes/libovsdb/cache"
+
+	"github.com/shardnet/shardnet/test/harness"
+)
+
+// The benchmarks of the changes in libovsdb's cache (third_party/libovsdb),
+// each against upstream's behaviour (cache.AsUpstream) in the same run.
+
+// BenchmarkIndexSetsRetained reports the heap a connection keeps once it
+// has loaded 20,000 ports, with a set for every value of every index
+// (upstream) and with the one row of a value kept inline. A port has two
+// index values: its name and its pod.
+//
+//	go test -run '^$' -bench IndexSetsRetained -benchtime 1x ./ovn
+func BenchmarkIndexSetsRetained(b *testing.B) {
+	const ports = 20000
+	nb := harness.StartNB(b)
+	w := connect(b, []string{nb.Endpoint}, false)
+	fillPorts(b, w, ports)
+	defer func() { cache.AsUpstream = false }()
+	kept := func(asUpstream bool) float64 {
+		cache.AsUpstream = asUpstream
+		return loadedHeap(b, nb.Endpoint, ports)
+	}
+	var sets, inline float64
+	for range b.N {
+		sets += kept(true)
+		inline += kept(false)
+	}
+	n := float64(b.N)
+	b.ReportMetric(sets/n/(1<<20), "sets-MiB")
+	b.ReportMetric(inline/n/(1<<20), "inline-MiB")
+	b.ReportMetric((sets-inline)/n/ports, "saved-B/port")
+	b.ReportMetric(inline/sets, "inline/sets")
+}
+
+// BenchmarkMonitorLoadPeak reports the most heap a connection holds while
+// it loads 20,000 ports (what a collection keeps, sampled by collecting
+// again and again while the connection loads), with upstream's cache
+// (index sets of one, and the decoded reply kept whole until the cache
+// holds every row) and with this copy's (each decoded row dropped once it
+// is in the cache). A restarted replica loads its caches all at once, so
+// this part of its peak adds to theirs.
+//
+//	go test -run '^$' -bench MonitorLoadPeak -benchtime 1x ./ovn
+func BenchmarkMonitorLoadPeak(b *testing.B) {
+	const ports = 20000
+	nb := harness.StartNB(b)
+	w := connect(b, []string{nb.Endpoint}, false)
+	fillPorts(b, w, ports)
+	defer func() { cache.AsUpstream = false }()
+	peak := func(asUpstream bool) float64 {
+		cache.AsUpstream = asUpstream
+		var base runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&base)
+		stop, peakCh := make(chan struct{}), make(chan uint64)
+		go func() {
+			var m runtime.MemStats
+			var most uint64
+			for {
+				select {
+				case <-stop:
+					peakCh <- most
+					return
+				default:
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&m)
+				most = max(most, m.HeapAlloc)
+			}
+		}()
+		c := connect(b, []string{nb.Endpoint}, false)
+		close(stop)
+		most := <-peakCh
+		if _, ok := c.Port(bulkPort(ports - 1).Name); !ok {
+			b.Fatal("ports not loaded")
+		}
+		c.Close()
+		return float64(most-base.HeapAlloc) / (1 << 20)
+	}
+	var whole, dropped float64
+	for range b.N {
+		whole += peak(true)
+		dropped += peak(false)
+	}
+	n := float64(b.N)
+	b.ReportMetric(whole/n, "whole-MiB")
+	b.ReportMetric(dropped/n, "dropped-MiB")
+	b.ReportMetric(dropped/whole, "dropped/whole")
+}
