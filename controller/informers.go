@@ -31,6 +31,7 @@ import (
 	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
+	"github.com/shardnet/shardnet/internal/shareset"
 	"github.com/shardnet/shardnet/kubevirt"
 	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
@@ -291,36 +292,30 @@ func sharedValue(k string) bool {
 }
 
 // labelSets holds one copy of each label map that cached objects have in
-// common: every claim and IP record of a subnet has the same labels, and so
+// common (internal/shareset: the bound, the start over, why sharing is
+// safe): every claim and IP record of a subnet has the same labels, and so
 // do the pods of one ReplicaSet. A map costs about 300 bytes, a third of a
 // claim; at 50,000 pods the claims and IP records alone kept 25 MB of
-// identical maps. The maps are shared between cached objects, which every
-// reader already treats as read-only (a writer deep-copies first, as the
-// informer contract asks).
-var labelSets = mapInterner{max: 1 << 12}
+// identical maps. Pods with labels of their own (a StatefulSet's pod
+// name) are why it is bounded.
+var labelSets = mapInterner{shareset.New[map[string]string](1 << 12)}
 
-// mapInterner maps a label map to one shared map with the same content. It
-// keeps at most max maps (pods with labels of their own, a StatefulSet's
-// pod name, would otherwise grow it without bound); when it holds max, it
-// forgets them all and starts over. Objects keep the maps they share, and
-// the sets still in use come back with the next objects that have them,
-// one more copy each; sets no object has any more (a ReplicaSet's
-// pod-template-hash after a rollout) do not stop new ones from being
-// shared. Maps of more than maxSharedLabels entries are never shared.
+// mapInterner shares label maps with the same content. Maps of more than
+// maxSharedLabels entries are never shared.
 type mapInterner struct {
-	mu   sync.RWMutex
-	sets map[uint64]map[string]string
-	max  int
+	*shareset.Set[map[string]string]
 }
 
 const maxSharedLabels = 16
 
-var labelSeed = maphash.MakeSeed()
+// shareSeed seeds the hashes of labelSets, ownerSets and hostIPSets.
+var shareSeed = maphash.MakeSeed()
 
 // share returns the shared map equal to m, or build(m) stored as the
 // shared one when there is none yet (build makes the copy that is kept; m
-// itself is never stored, nor changed).
-func (in *mapInterner) share(m map[string]string, build func(map[string]string) map[string]string) map[string]string {
+// itself is never stored, nor changed). A map build dropped a key from is
+// not equal to m, and so not shared.
+func (in mapInterner) share(m map[string]string, build func(map[string]string) map[string]string) map[string]string {
 	if len(m) == 0 || len(m) > maxSharedLabels {
 		return build(m)
 	}
@@ -328,68 +323,42 @@ func (in *mapInterner) share(m map[string]string, build func(map[string]string) 
 	var h uint64
 	for k, v := range m {
 		var d maphash.Hash
-		d.SetSeed(labelSeed)
+		d.SetSeed(shareSeed)
 		d.WriteString(k)
 		d.WriteByte(0)
 		d.WriteString(v)
 		h += d.Sum64()
 	}
-	in.mu.RLock()
-	cur, ok := in.sets[h]
-	in.mu.RUnlock()
-	if ok && maps.Equal(cur, m) {
-		return cur
-	}
-	out := build(m)
-	if ok || !maps.Equal(out, m) {
-		// Another map with the same hash is kept, or build dropped a
-		// key: not shared.
-		return out
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if cur, ok := in.sets[h]; ok {
-		if maps.Equal(cur, m) {
-			return cur
-		}
-		return out
-	}
-	if len(in.sets) >= in.max {
-		clear(in.sets)
-	}
-	if in.sets == nil {
-		in.sets = map[uint64]map[string]string{}
-	}
-	in.sets[h] = out
-	return out
+	// Share checks build's map with the same function: one that build
+	// dropped a key from is returned unshared.
+	return in.Share(h,
+		func(cur map[string]string) bool { return maps.Equal(cur, m) },
+		func() map[string]string { return build(m) })
 }
 
 // ownerSets holds one copy of each owner reference list that cached pods
-// have in common: the pods of one ReplicaSet, StatefulSet, DaemonSet or Job
-// have the same one, about 200 bytes per pod as decoded (the slice, four
-// strings and two *bool). Shared as labelSets, and bounded the same way.
-var ownerSets = ownersInterner{max: 1 << 12}
+// have in common (internal/shareset): the pods of one ReplicaSet,
+// StatefulSet, DaemonSet or Job have the same one, about 200 bytes per pod
+// as decoded (the slice, four strings and two *bool).
+var ownerSets = ownersInterner{shareset.New[[]metav1.OwnerReference](1 << 12)}
 
 // maxSharedOwners is the longest owner reference list shared: a pod has one.
 const maxSharedOwners = 2
 
-// ownersInterner maps an owner reference list to one shared list with the
-// same content, as mapInterner does label maps.
+// ownersInterner shares owner reference lists with the same content.
 type ownersInterner struct {
-	mu   sync.RWMutex
-	sets map[uint64][]metav1.OwnerReference
-	max  int
+	*shareset.Set[[]metav1.OwnerReference]
 }
 
-// share returns the shared list equal to refs, or refs itself, kept as the
-// shared one when there is none yet: the transform's input is dropped by
-// the informer afterwards, and cached objects are read-only.
-func (in *ownersInterner) share(refs []metav1.OwnerReference) []metav1.OwnerReference {
+// share returns the shared list equal to refs, or refs itself (clipped),
+// kept as the shared one when there is none yet: the transform's input is
+// dropped by the informer afterwards, and cached objects are read-only.
+func (in ownersInterner) share(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	if len(refs) == 0 || len(refs) > maxSharedOwners {
 		return refs
 	}
 	var d maphash.Hash
-	d.SetSeed(labelSeed)
+	d.SetSeed(shareSeed)
 	for i := range refs {
 		r := &refs[i]
 		for _, s := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID)} {
@@ -399,33 +368,9 @@ func (in *ownersInterner) share(refs []metav1.OwnerReference) []metav1.OwnerRefe
 		d.WriteByte(boolCode(r.Controller))
 		d.WriteByte(boolCode(r.BlockOwnerDeletion))
 	}
-	h := d.Sum64()
-	in.mu.RLock()
-	cur, ok := in.sets[h]
-	in.mu.RUnlock()
-	if ok {
-		if ownersEqual(cur, refs) {
-			return cur
-		}
-		return refs
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if cur, ok := in.sets[h]; ok {
-		if ownersEqual(cur, refs) {
-			return cur
-		}
-		return refs
-	}
-	if len(in.sets) >= in.max {
-		clear(in.sets)
-	}
-	if in.sets == nil {
-		in.sets = map[uint64][]metav1.OwnerReference{}
-	}
-	refs = slices.Clip(refs)
-	in.sets[h] = refs
-	return refs
+	return in.Share(d.Sum64(),
+		func(cur []metav1.OwnerReference) bool { return ownersEqual(cur, refs) },
+		func() []metav1.OwnerReference { return slices.Clip(refs) })
 }
 
 // boolCode tells a nil, false and true *bool apart.
@@ -447,44 +392,38 @@ func ownersEqual(a, b []metav1.OwnerReference) bool {
 }
 
 // hostIPSets holds one copy of each node's host address list, which every
-// pod of the node carries. Bounded as labelSets.
-var hostIPSets = hostIPsInterner{max: 1 << 14}
+// pod of the node carries (internal/shareset).
+var hostIPSets = hostIPsInterner{shareset.New[[]corev1.HostIP](1 << 14)}
 
-// hostIPsInterner maps a host address list to one shared list with the
-// same addresses.
+// hostIPsInterner shares host address lists with the same addresses.
+// Lists of more than two addresses (one per family) are never shared.
 type hostIPsInterner struct {
-	mu   sync.Mutex
-	sets map[string][]corev1.HostIP // by the addresses, comma-separated
-	max  int
+	*shareset.Set[[]corev1.HostIP]
 }
 
 // share returns the shared list equal to ips, or a copy of ips kept as the
 // shared one when there is none yet (its addresses shared through podKeys).
-func (in *hostIPsInterner) share(ips []corev1.HostIP) []corev1.HostIP {
+func (in hostIPsInterner) share(ips []corev1.HostIP) []corev1.HostIP {
 	if len(ips) == 0 || len(ips) > 2 {
 		return ips
 	}
-	key := ips[0].IP
-	if len(ips) == 2 {
-		key += "," + ips[1].IP
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if cur, ok := in.sets[key]; ok {
-		return cur
-	}
-	if len(in.sets) >= in.max {
-		clear(in.sets)
-	}
-	if in.sets == nil {
-		in.sets = map[string][]corev1.HostIP{}
-	}
-	ips = slices.Clone(ips) // the input is not changed
+	var d maphash.Hash
+	d.SetSeed(shareSeed)
 	for i := range ips {
-		ips[i].IP = podKeys.intern(ips[i].IP)
+		d.WriteString(ips[i].IP)
+		d.WriteByte(0)
 	}
-	in.sets[strings.Clone(key)] = ips
-	return ips
+	return in.Share(d.Sum64(),
+		func(cur []corev1.HostIP) bool {
+			return slices.EqualFunc(cur, ips, func(x, y corev1.HostIP) bool { return x.IP == y.IP })
+		},
+		func() []corev1.HostIP {
+			c := slices.Clone(ips) // the input is not changed
+			for i := range c {
+				c[i].IP = podKeys.intern(c[i].IP)
+			}
+			return c
+		})
 }
 
 // podKeys holds one copy of each string TrimPod shares between pods.
@@ -493,7 +432,7 @@ var podKeys = interner{max: 1 << 14}
 // interner maps a string to its one shared copy. It keeps at most max
 // strings, so pods with keys of their own (a label value per pod) cannot
 // grow it without bound: when it holds max, it forgets them all and starts
-// over, as mapInterner does.
+// over, as a shareset.Set does.
 type interner struct {
 	m   sync.Map // string -> string
 	n   atomic.Int64

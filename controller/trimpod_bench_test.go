@@ -19,6 +19,7 @@ import (
 	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
+	"github.com/shardnet/shardnet/internal/shareset"
 )
 
 // decodedPod is a pod as a decoder hands it to the informer: every string
@@ -194,7 +195,7 @@ func TestTrimPodSharesKeys(t *testing.T) {
 // Owner reference lists are shared only when every field is equal, a nil
 // *bool apart from a false one, and the interner starts over when full.
 func TestOwnersInterner(t *testing.T) {
-	in := ownersInterner{max: 2}
+	in := ownersInterner{shareset.New[[]metav1.OwnerReference](2)}
 	ref := func(name string, controller *bool) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: "u", Controller: controller}}
 	}
@@ -207,8 +208,8 @@ func TestOwnersInterner(t *testing.T) {
 			t.Errorf("%+v shared with %+v", other[0], a[0])
 		}
 	}
-	if len(in.sets) > 2 {
-		t.Errorf("%d lists kept, bound 2", len(in.sets))
+	if n := in.Len(); n > 2 {
+		t.Errorf("%d lists kept, bound 2", n)
 	}
 	// Past the bound, new lists are still shared.
 	c1 := in.share(ref("c", nil))
@@ -301,7 +302,7 @@ func sameMap(a, b map[string]string) bool {
 // The label maps kept are bounded, unchanged by what is shared, and
 // never the caller's own map.
 func TestMapInternerBoundAndCopies(t *testing.T) {
-	in := mapInterner{max: 2}
+	in := mapInterner{shareset.New[map[string]string](2)}
 	clone := func(m map[string]string) map[string]string { return maps.Clone(m) }
 	a := map[string]string{"app": "a"}
 	sa := in.share(a, clone)
@@ -316,8 +317,8 @@ func TestMapInternerBoundAndCopies(t *testing.T) {
 	// Full: the next map starts it over, and is shared.
 	c1 := in.share(map[string]string{"app": "c"}, clone)
 	c2 := in.share(map[string]string{"app": "c"}, clone)
-	if !sameMap(c1, c2) || len(in.sets) > 2 {
-		t.Errorf("past the bound, equal maps kept apart or more than 2 kept (%d)", len(in.sets))
+	if !sameMap(c1, c2) || in.Len() > 2 {
+		t.Errorf("past the bound, equal maps kept apart or more than 2 kept (%d)", in.Len())
 	}
 	if !maps.Equal(sa, map[string]string{"app": "a"}) {
 		t.Errorf("a map shared before the start over changed: %v", sa)

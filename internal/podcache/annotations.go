@@ -5,7 +5,8 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/shardnet/shardnet/internal/shareset"
 )
 
 // Annotations are a cached pod's annotations: their values, in the order
@@ -129,60 +130,37 @@ func (a Annotations) Clone() Annotations {
 }
 
 // keySets holds one copy of each sorted key list that cached pods have in
-// common. It keeps at most keySetsMax lists (pods with annotation names
-// of their own would otherwise grow it without bound); when it holds that
-// many, it forgets them all and starts over: pods keep the lists they
-// share, and those still in use come back with the next pod that has them.
-var keySets = keySetInterner{max: keySetsMax}
+// common (internal/shareset: the bound, the start over, why sharing is
+// safe). Pods with annotation names of their own are why it is bounded.
+var keySets = keySetInterner{shareset.New[*[]string](keySetsMax)}
 
 const keySetsMax = 1 << 12
 
+// keySetInterner shares sorted key lists with the same keys.
 type keySetInterner struct {
-	mu   sync.RWMutex
-	sets map[uint64]*[]string
-	max  int
+	*shareset.Set[*[]string]
 }
 
 var keySeed = maphash.MakeSeed()
 
 // share returns the shared list equal to keys, or a copy of keys kept as
 // the shared one when there is none yet; a copy of its own when another
-// list with the same hash is kept. keys itself is never kept.
-func (in *keySetInterner) share(keys []string) *[]string {
+// list with the same hash is kept. keys itself is never kept, and the
+// result is never nil.
+func (in keySetInterner) share(keys []string) *[]string {
 	var d maphash.Hash
 	d.SetSeed(keySeed)
 	for _, k := range keys {
 		d.WriteString(k)
 		d.WriteByte(0)
 	}
-	h := d.Sum64()
-	in.mu.RLock()
-	cur, ok := in.sets[h]
-	in.mu.RUnlock()
-	if ok && slices.Equal(*cur, keys) {
-		return cur
-	}
-	own := slices.Clone(keys)
-	if own == nil {
-		own = []string{}
-	}
-	if ok {
-		return &own
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if cur, ok := in.sets[h]; ok {
-		if slices.Equal(*cur, keys) {
-			return cur
-		}
-		return &own
-	}
-	if len(in.sets) >= in.max {
-		clear(in.sets)
-	}
-	if in.sets == nil {
-		in.sets = map[uint64]*[]string{}
-	}
-	in.sets[h] = &own
-	return &own
+	return in.Share(d.Sum64(),
+		func(cur *[]string) bool { return slices.Equal(*cur, keys) },
+		func() *[]string {
+			own := slices.Clone(keys)
+			if own == nil {
+				own = []string{}
+			}
+			return &own
+		})
 }
