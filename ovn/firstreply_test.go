@@ -71,14 +71,12 @@ func TestFirstMonitorReplyIsNotKept(t *testing.T) {
 //	go test -run '^$' -bench FirstMonitorReplyRetained -benchtime 1x ./ovn
 func BenchmarkFirstMonitorReplyRetained(b *testing.B) {
 	const ports = 20000
-	nb := harness.StartNB(b)
-	w := connect(b, []string{nb.Endpoint}, false)
-	fillPorts(b, w, ports)
+	endpoint := filledNB(b, ports)
 	saved := jsonrpc.ReleaseAbove
 	defer func() { jsonrpc.ReleaseAbove = saved }()
 	kept := func(releaseAbove int64) float64 {
 		jsonrpc.ReleaseAbove = releaseAbove
-		return loadedHeap(b, nb.Endpoint, ports)
+		return loadedHeap(b, endpoint, ports)
 	}
 	var keptMB, releasedMB float64
 	for range b.N {
@@ -89,6 +87,14 @@ func BenchmarkFirstMonitorReplyRetained(b *testing.B) {
 	b.ReportMetric(keptMB/n, "kept-MiB")
 	b.ReportMetric(releasedMB/n, "released-MiB")
 	b.ReportMetric(releasedMB/keptMB, "released/kept")
+}
+
+// filledNB starts a Northbound server holding ports of bulkPort and
+// returns its endpoint.
+func filledNB(b *testing.B, ports int) string {
+	nb := harness.StartNB(b)
+	fillPorts(b, connect(b, []string{nb.Endpoint}, false), ports)
+	return nb.Endpoint
 }
 
 // loadedHeap returns the heap a new connection keeps once it has loaded

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/ovn-kubernetes/libovsdb/cache"
-
-	"github.com/shardnet/shardnet/test/harness"
 )
 
 // The benchmarks of the changes in libovsdb's cache (third_party/libovsdb),
@@ -20,13 +18,11 @@ import (
 //	go test -run '^$' -bench IndexSetsRetained -benchtime 1x ./ovn
 func BenchmarkIndexSetsRetained(b *testing.B) {
 	const ports = 20000
-	nb := harness.StartNB(b)
-	w := connect(b, []string{nb.Endpoint}, false)
-	fillPorts(b, w, ports)
+	endpoint := filledNB(b, ports)
 	defer func() { cache.AsUpstream = false }()
 	kept := func(asUpstream bool) float64 {
 		cache.AsUpstream = asUpstream
-		return loadedHeap(b, nb.Endpoint, ports)
+		return loadedHeap(b, endpoint, ports)
 	}
 	var sets, inline float64
 	for range b.N {
@@ -51,9 +47,7 @@ func BenchmarkIndexSetsRetained(b *testing.B) {
 //	go test -run '^$' -bench MonitorLoadPeak -benchtime 1x ./ovn
 func BenchmarkMonitorLoadPeak(b *testing.B) {
 	const ports = 20000
-	nb := harness.StartNB(b)
-	w := connect(b, []string{nb.Endpoint}, false)
-	fillPorts(b, w, ports)
+	endpoint := filledNB(b, ports)
 	defer func() { cache.AsUpstream = false }()
 	peak := func(asUpstream bool) float64 {
 		cache.AsUpstream = asUpstream
@@ -76,7 +70,7 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 				most = max(most, m.HeapAlloc)
 			}
 		}()
-		c := connect(b, []string{nb.Endpoint}, false)
+		c := connect(b, []string{endpoint}, false)
 		close(stop)
 		most := <-peakCh
 		if _, ok := c.Port(bulkPort(ports - 1).Name); !ok {
