@@ -55,29 +55,6 @@ func (s uuidset) empty() bool {
 	return len(s) == 0
 }
 
-func addUUIDSet(s1, s2 uuidset) uuidset {
-	if len(s2) == 0 {
-		return s1
-	}
-	if s1 == nil {
-		s1 = uuidset{}
-	}
-	for uuid := range s2 {
-		s1.add(uuid)
-	}
-	return s1
-}
-
-func substractUUIDSet(s1, s2 uuidset) uuidset {
-	if len(s1) == 0 || len(s2) == 0 {
-		return s1
-	}
-	for uuid := range s2 {
-		s1.remove(uuid)
-	}
-	return s1
-}
-
 func intersectUUIDSets(s1, s2 uuidset) uuidset {
 	if len(s1) == 0 || len(s2) == 0 {
 		return nil
