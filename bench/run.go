@@ -779,9 +779,9 @@ const routingSeconds = 20
 
 // routingProfiles starts, with Profiles, CPU profiles of the API server and
 // of every replica over the create phase of the raw and 3-replica
-// scenarios, at full and at half rate, so that the replicas' CPU per pod and what it takes from the
-// API server on a shared machine can be read next to the ceiling's. Wait
-// on the result before the replicas stop.
+// scenarios, at full and at half rate, so that the replicas' CPU per pod
+// and what it takes from the API server on a shared machine can be read
+// next to the ceiling's. Wait on the result before the replicas stop.
 func (cfg Config) routingProfiles(ctx context.Context, sp spec, kube *harness.Kube, procs []*replicaProc) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	if !cfg.Profiles || !slices.Contains([]string{"raw", "shardnet-3", "raw-half", "shardnet-3-half"}, sp.name) {

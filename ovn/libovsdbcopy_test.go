@@ -20,19 +20,11 @@ func BenchmarkIndexSetsRetained(b *testing.B) {
 	const ports = 20000
 	endpoint := filledNB(b, ports)
 	defer func() { cache.AsUpstream = false }()
-	kept := func(asUpstream bool) float64 {
-		cache.AsUpstream = asUpstream
-		return loadedHeap(b, endpoint, ports)
-	}
-	var sets, inline float64
-	for range b.N {
-		sets += kept(true)
-		inline += kept(false)
-	}
-	n := float64(b.N)
-	b.ReportMetric(sets/n/(1<<20), "sets-MiB")
-	b.ReportMetric(inline/n/(1<<20), "inline-MiB")
-	b.ReportMetric((sets-inline)/n/ports, "saved-B/port")
+	sets, inline := sameRun(b, func(baseline bool) { cache.AsUpstream = baseline },
+		func() float64 { return loadedHeap(b, endpoint, ports) })
+	b.ReportMetric(sets/(1<<20), "sets-MiB")
+	b.ReportMetric(inline/(1<<20), "inline-MiB")
+	b.ReportMetric((sets-inline)/ports, "saved-B/port")
 	b.ReportMetric(inline/sets, "inline/sets")
 }
 
@@ -49,8 +41,7 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 	const ports = 20000
 	endpoint := filledNB(b, ports)
 	defer func() { cache.AsUpstream = false }()
-	peak := func(asUpstream bool) float64 {
-		cache.AsUpstream = asUpstream
+	peak := func() float64 {
 		var base runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&base)
@@ -79,13 +70,8 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 		c.Close()
 		return float64(most-base.HeapAlloc) / (1 << 20)
 	}
-	var whole, dropped float64
-	for range b.N {
-		whole += peak(true)
-		dropped += peak(false)
-	}
-	n := float64(b.N)
-	b.ReportMetric(whole/n, "whole-MiB")
-	b.ReportMetric(dropped/n, "dropped-MiB")
+	whole, dropped := sameRun(b, func(baseline bool) { cache.AsUpstream = baseline }, peak)
+	b.ReportMetric(whole, "whole-MiB")
+	b.ReportMetric(dropped, "dropped-MiB")
 	b.ReportMetric(dropped/whole, "dropped/whole")
 }
