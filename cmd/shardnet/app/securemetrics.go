@@ -11,11 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
@@ -48,7 +43,8 @@ const (
 )
 
 // reviewBackoff retries a review the API server failed to answer; the
-// values are k8s.io/apiserver's DefaultAuthWebhookRetryBackoff.
+// values are those of k8s.io/apiserver's delegating authentication
+// (DefaultAuthWebhookRetryBackoff).
 func reviewBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
@@ -74,34 +70,16 @@ func secureMetrics(opts Options, rc *rest.Config, h http.Handler) (http.Handler,
 	return withDelegatedAuth(authn, authz, h, klog.Background().WithName("metrics-auth")), tlsConf, nil
 }
 
-// delegatedAuth builds k8s.io/apiserver's delegating authenticator
-// (TokenReview) and authorizer (SubjectAccessReview) against rc's server.
-func delegatedAuth(rc *rest.Config) (authenticator.Request, authorizer.Authorizer, error) {
+// delegatedAuth builds the TokenReview authenticator and the
+// SubjectAccessReview authorizer against rc's server (reviewauth.go).
+func delegatedAuth(rc *rest.Config) (requestAuthenticator, requestAuthorizer, error) {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = rest.DefaultKubernetesUserAgent() + " metrics-auth"
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, err
 	}
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                &apiserverconfig.AnonymousAuthConfig{Enabled: false},
-		TokenAccessReviewClient:  cs.AuthenticationV1(),
-		TokenAccessReviewTimeout: reviewTimeout,
-		WebhookRetryBackoff:      reviewBackoff(),
-		CacheTTL:                 authnCacheTTL,
-	}.New()
-	if err != nil {
-		return nil, nil, fmt.Errorf("authenticator: %w", err)
-	}
-	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: cs.AuthorizationV1(),
-		AllowCacheTTL:             authzAllowTTL,
-		DenyCacheTTL:              authzDenyTTL,
-		WebhookRetryBackoff:       reviewBackoff(),
-	}.New()
-	if err != nil {
-		return nil, nil, fmt.Errorf("authorizer: %w", err)
-	}
+	authn, authz := reviewers(cs.AuthenticationV1().TokenReviews().Create, cs.AuthorizationV1().SubjectAccessReviews().Create)
 	return authn, authz, nil
 }
 
@@ -109,9 +87,9 @@ func delegatedAuth(rc *rest.Config) (authenticator.Request, authorizer.Authorize
 // authz allows: 401 without a token the API server accepts, 403 when the
 // user may not use the request's verb (its method, lower-cased) on its
 // path, 500 when the API server could not answer the SubjectAccessReview.
-func withDelegatedAuth(authn authenticator.Request, authz authorizer.UnconditionalAuthorizer, h http.Handler, logger klog.Logger) http.Handler {
+func withDelegatedAuth(authn requestAuthenticator, authz requestAuthorizer, h http.Handler, logger klog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		res, ok, err := authn.AuthenticateRequest(req)
+		who, ok, err := authn.authenticate(req)
 		if err != nil || !ok {
 			// As in kube-apiserver, a token the TokenReview rejects and a
 			// TokenReview that failed both answer 401.
@@ -119,20 +97,16 @@ func withDelegatedAuth(authn authenticator.Request, authz authorizer.Uncondition
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		attrs := authorizer.AttributesRecord{
-			User: res.User,
-			Verb: strings.ToLower(req.Method),
-			Path: req.URL.Path,
-		}
-		decision, reason, err := authz.Authorize(req.Context(), attrs)
+		verb, path := strings.ToLower(req.Method), req.URL.Path
+		allowed, reason, err := authz.authorize(req.Context(), who, verb, path)
 		if err != nil {
-			logger.Error(err, "Authorizing a metrics request", "user", res.User.GetName())
+			logger.Error(err, "Authorizing a metrics request", "user", who.name)
 			http.Error(w, "authorization failed", http.StatusInternalServerError)
 			return
 		}
-		if decision != authorizer.DecisionAllow {
-			logger.V(4).Info("Forbidden metrics request", "user", res.User.GetName(), "path", attrs.Path, "reason", reason)
-			http.Error(w, fmt.Sprintf("user %q may not %s %s", res.User.GetName(), attrs.Verb, attrs.Path), http.StatusForbidden)
+		if !allowed {
+			logger.V(4).Info("Forbidden metrics request", "user", who.name, "path", path, "reason", reason)
+			http.Error(w, fmt.Sprintf("user %q may not %s %s", who.name, verb, path), http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, req)

@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 )
@@ -27,12 +24,12 @@ import (
 // answer would.
 type stubAuthn struct{}
 
-func (stubAuthn) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+func (stubAuthn) authenticate(req *http.Request) (*identity, bool, error) {
 	switch req.Header.Get("Authorization") {
 	case "Bearer good":
-		return &authenticator.Response{User: &user.DefaultInfo{Name: "scraper"}}, true, nil
+		return &identity{name: "scraper"}, true, nil
 	case "Bearer other":
-		return &authenticator.Response{User: &user.DefaultInfo{Name: "stranger"}}, true, nil
+		return &identity{name: "stranger"}, true, nil
 	case "Bearer broken":
 		return nil, false, errors.New("connection refused")
 	case "":
@@ -42,18 +39,18 @@ func (stubAuthn) AuthenticateRequest(req *http.Request) (*authenticator.Response
 }
 
 // stubAuthz lets "scraper" get /metrics and fails for /fail; it records
-// what it was asked.
-type stubAuthz struct{ asked []authorizer.Attributes }
+// the verbs it was asked about.
+type stubAuthz struct{ asked []string }
 
-func (a *stubAuthz) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	a.asked = append(a.asked, attrs)
-	if attrs.GetPath() == "/fail" {
-		return authorizer.DecisionNoOpinion, "", errors.New("timeout")
+func (a *stubAuthz) authorize(_ context.Context, who *identity, verb, path string) (bool, string, error) {
+	a.asked = append(a.asked, verb)
+	if path == "/fail" {
+		return false, "", errors.New("timeout")
 	}
-	if attrs.GetUser().GetName() == "scraper" && attrs.GetVerb() == "get" && attrs.GetPath() == "/metrics" && !attrs.IsResourceRequest() {
-		return authorizer.DecisionAllow, "", nil
+	if who.name == "scraper" && verb == "get" && path == "/metrics" {
+		return true, "", nil
 	}
-	return authorizer.DecisionNoOpinion, "no RBAC", nil
+	return false, "no RBAC", nil
 }
 
 func TestWithDelegatedAuth(t *testing.T) {
@@ -88,7 +85,7 @@ func TestWithDelegatedAuth(t *testing.T) {
 		}
 	}
 	// Only authenticated requests are authorised, with the method as verb.
-	if len(authz.asked) != 5 || authz.asked[2].GetVerb() != "post" {
+	if len(authz.asked) != 5 || authz.asked[2] != "post" {
 		t.Errorf("authorizer asked %d times (want 5), verbs %v", len(authz.asked), authz.asked)
 	}
 }
