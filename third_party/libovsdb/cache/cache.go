@@ -653,6 +653,13 @@ func (r *RowCache) RowsByCondition(conditions []ovsdb.Condition) (map[string]mod
 		return results, nil
 	}
 
+	if len(conditions) == 1 && !AsUpstream {
+		if rows, ok := r.indexRowsOf(schema, conditions[0]); ok {
+			rows.each(func(uuid string) { results[uuid] = r.rowByUUID(uuid) })
+			return results, nil
+		}
+	}
+
 	// one pass to obtain the native values
 	nativeValues := make([]any, 0, len(conditions))
 	for _, condition := range conditions {

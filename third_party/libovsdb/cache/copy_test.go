@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"sort"
 	"testing"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -101,4 +102,108 @@ func TestPopulate2DropsAppliedRows(t *testing.T) {
 	kept := ovsdb.TableUpdates2{"Open_vSwitch": {"up": &ovsdb.RowUpdate2{Initial: &row}}}
 	require.NoError(t, tc.Populate2(kept))
 	assert.Len(t, kept["Open_vSwitch"], 1)
+}
+
+// portModel is a port-like row: a schema index on name, a client index
+// on the pod key of external_ids, and a column no index has.
+type portModel struct {
+	UUID string            `ovsdb:"_uuid"`
+	Name string            `ovsdb:"name"`
+	Type string            `ovsdb:"type"`
+	Ext  map[string]string `ovsdb:"external_ids"`
+}
+
+// TestIndexRowsOfAgainstSearch checks the lookup of one condition that
+// one index answers against the generic search (the same condition
+// twice, which the shortcut leaves to it), over random rows created,
+// updated and deleted, and that the shortcut is taken exactly for an
+// indexed column's non-empty value.
+func TestIndexRowsOfAgainstSearch(t *testing.T) {
+	db, err := model.NewClientDBModel("NB", map[string]model.Model{"Port": &portModel{}})
+	require.NoError(t, err)
+	db.SetIndexes(map[string][]model.ClientIndex{"Port": {{Columns: []model.ColumnKey{{Column: "external_ids", Key: "pod"}}}}})
+	var schema ovsdb.DatabaseSchema
+	require.NoError(t, json.Unmarshal([]byte(`{"name": "NB", "tables": {"Port": {
+		"columns": {
+			"name": {"type": "string"},
+			"type": {"type": "string"},
+			"external_ids": {"type": {"key": "string", "value": "string", "min": 0, "max": "unlimited"}}
+		},
+		"indexes": [["name"]]}}}`), &schema))
+	dbModel, errs := model.NewDatabaseModel(schema, db)
+	require.Empty(t, errs)
+	tc, err := NewTableCache(dbModel, nil, nil)
+	require.NoError(t, err)
+	rc := tc.Table("Port")
+
+	r := rand.New(rand.NewSource(2))
+	names := []string{"", "p0", "p1", "p2", "p3", "p4", "p5", "p6"}
+	pods := []string{"", "ns/a", "ns/b", "ns/c"}
+	randomPort := func(uuid string) *portModel {
+		p := &portModel{UUID: uuid, Name: names[r.Intn(len(names))], Type: pods[r.Intn(len(pods))], Ext: map[string]string{}}
+		switch r.Intn(3) {
+		case 0: // no pod key
+		case 1:
+			p.Ext["pod"] = pods[r.Intn(len(pods))]
+		case 2:
+			p.Ext["pod"] = pods[r.Intn(len(pods))]
+			p.Ext["other"] = pods[r.Intn(len(pods))]
+		}
+		return p
+	}
+	conditions := func() []ovsdb.Condition {
+		var out []ovsdb.Condition
+		for _, n := range names {
+			out = append(out, ovsdb.Condition{Column: "name", Function: ovsdb.ConditionEqual, Value: n},
+				ovsdb.Condition{Column: "type", Function: ovsdb.ConditionEqual, Value: n})
+		}
+		for _, p := range pods {
+			for _, key := range []string{"pod", "other"} {
+				out = append(out, ovsdb.Condition{Column: "external_ids", Function: ovsdb.ConditionIncludes,
+					Value: ovsdb.OvsMap{GoMap: map[any]any{key: p}}})
+			}
+		}
+		return out
+	}()
+	keys := func(rows map[string]model.Model) []string {
+		var out []string
+		for uuid, m := range rows {
+			require.Equal(t, uuid, m.(*portModel).UUID)
+			out = append(out, uuid)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for step := range 400 {
+		uuid := fmt.Sprintf("u%d", r.Intn(12))
+		switch existing := rc.Row(uuid); {
+		case existing == nil:
+			_ = rc.Create(uuid, randomPort(uuid), true) // a taken name fails, as in the server
+		case r.Intn(3) == 0:
+			require.NoError(t, rc.Delete(uuid))
+		default:
+			_, _ = rc.Update(uuid, randomPort(uuid), true)
+		}
+		schemaT := dbModel.Schema.Table("Port")
+		for _, c := range conditions {
+			fast, err := rc.RowsByCondition([]ovsdb.Condition{c})
+			require.NoError(t, err)
+			slow, err := rc.RowsByCondition([]ovsdb.Condition{c, c})
+			require.NoError(t, err)
+			require.Equal(t, keys(slow), keys(fast), "step %d: %+v", step, c)
+			_, took := rc.indexRowsOf(schemaT, c)
+			value := fmt.Sprint(c.Value)
+			if m, ok := c.Value.(ovsdb.OvsMap); ok {
+				for k, v := range m.GoMap {
+					value = fmt.Sprint(v)
+					if k != "pod" {
+						value = ""
+					}
+				}
+			} else if c.Column != "name" {
+				value = ""
+			}
+			require.Equal(t, value != "", took, "shortcut taken for %+v", c)
+		}
+	}
 }
