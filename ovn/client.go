@@ -433,13 +433,57 @@ func lookup[T model.Model](c *Client, table string, conds ...ovsdb.Condition) []
 }
 
 func lookupOne[T model.Model](c *Client, table string, conds ...ovsdb.Condition) (T, bool) {
-	rows := lookup[T](c, table, conds...)
+	return first(lookup[T](c, table, conds...))
+}
+
+func first[T any](rows []T) (T, bool) {
 	if len(rows) == 0 {
 		var zero T
 		return zero, false
 	}
 	return rows[0], true
 }
+
+// lookupBy returns the cached rows of table whose column (a string column,
+// or with key set one key of a string map column) is value. An index of
+// that column key alone answers it without a condition, the condition's
+// map and the map of the results, which the search costs; a table without
+// such an index, or an empty value, is searched with the equivalent
+// condition.
+func lookupBy[T model.Model](c *Client, table string, ck model.ColumnKey, value string) []T {
+	tc := c.nb.Cache()
+	if tc == nil {
+		return nil
+	}
+	rc := tc.Table(table)
+	if rc == nil || rc.Len() == 0 {
+		return nil
+	}
+	rows, ok := rc.RowsByIndexValue(ck, value)
+	if !ok {
+		cond := eq(ck.Column, value)
+		if key, isString := ck.Key.(string); isString {
+			cond = hasKey(ck.Column, key, value)
+		}
+		return lookup[T](c, table, cond)
+	}
+	out := make([]T, 0, len(rows))
+	for _, r := range rows {
+		if t, ok := r.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// The column keys lookupBy is asked about besides podKey.
+var (
+	byName       = model.ColumnKey{Column: "name"}
+	byIPPrefix   = model.ColumnKey{Column: "ip_prefix"}
+	byLogicalIP  = model.ColumnKey{Column: "logical_ip"}
+	byExternalIP = model.ColumnKey{Column: "external_ip"}
+	bySwitch     = model.ColumnKey{Column: "external_ids", Key: ExternalIDLogicalSwitch}
+)
 
 func eq(column string, value any) ovsdb.Condition {
 	return ovsdb.Condition{Column: column, Function: ovsdb.ConditionEqual, Value: value}
@@ -452,7 +496,7 @@ func hasKey(column, key, value string) ovsdb.Condition {
 
 // Port returns the cached logical switch port with this name.
 func (c *Client) Port(name string) (*nbdb.LogicalSwitchPort, bool) {
-	return lookupOne[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable, eq("name", name))
+	return first(lookupBy[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable, byName, name))
 }
 
 // PortsByPod returns the cached ports whose external_ids:pod is pod
@@ -461,29 +505,29 @@ func (c *Client) PortsByPod(pod string) []*nbdb.LogicalSwitchPort {
 	if pod == "" {
 		return nil
 	}
-	return lookup[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable, hasKey("external_ids", ExternalIDPod, pod))
+	return lookupBy[*nbdb.LogicalSwitchPort](c, nbdb.LogicalSwitchPortTable, podKey, pod)
 }
 
 // Switch returns the cached logical switch with this name. Names are not
 // unique in the schema; shardnet creates one switch per subnet name.
 func (c *Client) Switch(name string) (*nbdb.LogicalSwitch, bool) {
-	return lookupOne[*nbdb.LogicalSwitch](c, nbdb.LogicalSwitchTable, eq("name", name))
+	return first(lookupBy[*nbdb.LogicalSwitch](c, nbdb.LogicalSwitchTable, byName, name))
 }
 
 // Router returns the cached logical router with this name.
 func (c *Client) Router(name string) (*nbdb.LogicalRouter, bool) {
-	return lookupOne[*nbdb.LogicalRouter](c, nbdb.LogicalRouterTable, eq("name", name))
+	return first(lookupBy[*nbdb.LogicalRouter](c, nbdb.LogicalRouterTable, byName, name))
 }
 
 // RouterPort returns the cached logical router port with this name.
 func (c *Client) RouterPort(name string) (*nbdb.LogicalRouterPort, bool) {
-	return lookupOne[*nbdb.LogicalRouterPort](c, nbdb.LogicalRouterPortTable, eq("name", name))
+	return first(lookupBy[*nbdb.LogicalRouterPort](c, nbdb.LogicalRouterPortTable, byName, name))
 }
 
 // PortGroup returns the cached port group with this name (without its
 // ports, which are not monitored).
 func (c *Client) PortGroup(name string) (*nbdb.PortGroup, bool) {
-	return lookupOne[*nbdb.PortGroup](c, nbdb.PortGroupTable, eq("name", name))
+	return first(lookupBy[*nbdb.PortGroup](c, nbdb.PortGroupTable, byName, name))
 }
 
 // global returns the cached NB_Global row.

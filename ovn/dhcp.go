@@ -64,7 +64,7 @@ func (c *Client) SubnetDHCPOptions(sw, family string) (*nbdb.DHCPOptions, bool) 
 }
 
 func (c *Client) subnetDHCPRows(sw, family, vendor string) []*nbdb.DHCPOptions {
-	rows := lookup[*nbdb.DHCPOptions](c, nbdb.DHCPOptionsTable, hasKey("external_ids", ExternalIDLogicalSwitch, sw))
+	rows := lookupBy[*nbdb.DHCPOptions](c, nbdb.DHCPOptionsTable, bySwitch, sw)
 	out := rows[:0]
 	for _, r := range rows {
 		ids := r.ExternalIDs

@@ -79,7 +79,8 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 // BenchmarkPortLookupAlloc reports the heap allocated by a reconcile's two
 // lookups of a port in a cache of 20,000 (by name, a schema index, and by
 // pod, a client index), through upstream's generic search and through the
-// copy's shortcut for a condition one index answers. A restarted replica
+// copy's index lookup without a condition (RowsByIndexValue, which
+// lookupBy asks first). A restarted replica
 // reconciles every pod of its shards at once, and what that pass
 // allocates while a collection marks counts as live in that collection,
 // so it lifts the next heap goal.

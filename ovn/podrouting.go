@@ -74,18 +74,17 @@ func (c *Client) PodRouting(pod string, addrs []string) ([]RoutingRow, error) {
 		out = append(out, RoutingRow{UUID: n.UUID, Kind: string(n.Type), Address: n.LogicalIP, Target: n.ExternalIP,
 			Router: n.ExternalIDs[ExternalIDRouter], Pod: n.ExternalIDs[ExternalIDPod]})
 	}
-	byPod := hasKey("external_ids", ExternalIDPod, pod)
-	for _, r := range lookup[*nbdb.LogicalRouterStaticRoute](c, nbdb.LogicalRouterStaticRouteTable, byPod) {
+	for _, r := range lookupBy[*nbdb.LogicalRouterStaticRoute](c, nbdb.LogicalRouterStaticRouteTable, podKey, pod) {
 		addRoute(r)
 	}
-	for _, n := range lookup[*nbdb.NAT](c, nbdb.NATTable, byPod) {
+	for _, n := range lookupBy[*nbdb.NAT](c, nbdb.NATTable, podKey, pod) {
 		addNAT(n)
 	}
 	for _, a := range addrs {
-		for _, r := range lookup[*nbdb.LogicalRouterStaticRoute](c, nbdb.LogicalRouterStaticRouteTable, eq("ip_prefix", a)) {
+		for _, r := range lookupBy[*nbdb.LogicalRouterStaticRoute](c, nbdb.LogicalRouterStaticRouteTable, byIPPrefix, a) {
 			addRoute(r)
 		}
-		for _, n := range lookup[*nbdb.NAT](c, nbdb.NATTable, eq("logical_ip", a)) {
+		for _, n := range lookupBy[*nbdb.NAT](c, nbdb.NATTable, byLogicalIP, a) {
 			addNAT(n)
 		}
 	}
@@ -96,7 +95,7 @@ func (c *Client) PodRouting(pod string, addrs []string) ([]RoutingRow, error) {
 // ip, on any router, through a client index.
 func (c *Client) NATsByExternalIP(typ, ip string) []RoutingRow {
 	var out []RoutingRow
-	for _, n := range lookup[*nbdb.NAT](c, nbdb.NATTable, eq("external_ip", ip)) {
+	for _, n := range lookupBy[*nbdb.NAT](c, nbdb.NATTable, byExternalIP, ip) {
 		if string(n.Type) == typ && n.ExternalIP == ip {
 			out = append(out, RoutingRow{UUID: n.UUID, Kind: string(n.Type), Address: n.LogicalIP, Target: n.ExternalIP,
 				Router: n.ExternalIDs[ExternalIDRouter], Pod: n.ExternalIDs[ExternalIDPod]})

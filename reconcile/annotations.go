@@ -1,5 +1,10 @@
 package reconcile
 
+import (
+	"maps"
+	"sync/atomic"
+)
+
 // DefaultProvider is the provider of a pod's default network.
 const DefaultProvider = "ovn"
 
@@ -31,7 +36,43 @@ const (
 
 // Key is the full annotation key of key on provider's network.
 func Key(provider, key string) string {
-	return provider + ".kubernetes.io/" + key
+	if provider != DefaultProvider {
+		return provider + ".kubernetes.io/" + key
+	}
+	return defaultKey(key)
+}
+
+// defaultKeys keeps the full keys of the default network that Key has
+// built, at most maxDefaultKeys of them: a reconcile asks for about a
+// dozen, each a new string otherwise. The map is replaced, never changed,
+// so a lookup reads it without a lock.
+var defaultKeys atomic.Pointer[map[string]string]
+
+const maxDefaultKeys = 64
+
+func defaultKey(key string) string {
+	m := defaultKeys.Load()
+	if m != nil {
+		if full, ok := (*m)[key]; ok {
+			return full
+		}
+	}
+	full := DefaultKey(key)
+	if m == nil || len(*m) < maxDefaultKeys {
+		next := make(map[string]string, 1+len(valueOrEmpty(m)))
+		maps.Copy(next, valueOrEmpty(m))
+		next[key] = full
+		// A lost race drops this key until its next call.
+		defaultKeys.CompareAndSwap(m, &next)
+	}
+	return full
+}
+
+func valueOrEmpty(m *map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return *m
 }
 
 // DefaultKey is the full annotation key of key on the default network.

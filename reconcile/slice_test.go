@@ -47,7 +47,7 @@ type slice struct {
 	laterMu    sync.Mutex
 	laterCalls []laterCall
 
-	t    *testing.T
+	t    testing.TB
 	kube *harness.Kube
 	nb   *ovn.Client
 	// view is a second client that monitors every column, for checks of
@@ -69,7 +69,7 @@ type slice struct {
 	broadcaster record.EventBroadcaster
 }
 
-func startSlice(t *testing.T) *slice {
+func startSlice(t testing.TB) *slice {
 	t.Helper()
 	kube := harness.StartKube(t)
 	kube.StartKwok(t)
@@ -518,7 +518,7 @@ func waitEmpty(t *testing.T, ctx context.Context, s *slice) {
 }
 
 // waitView polls check until it passes or ctx ends.
-func waitView(t *testing.T, ctx context.Context, check func() error) {
+func waitView(t testing.TB, ctx context.Context, check func() error) {
 	t.Helper()
 	for {
 		err := check()

@@ -114,7 +114,7 @@ type portModel struct {
 }
 
 // TestIndexRowsOfAgainstSearch checks the lookup of one condition that
-// one index answers against the generic search (the same condition
+// one index answers, and RowsByIndexValue, against the generic search (the same condition
 // twice, which the shortcut leaves to it), over random rows created,
 // updated and deleted, and that the shortcut is taken exactly for an
 // indexed column's non-empty value.
@@ -204,6 +204,24 @@ func TestIndexRowsOfAgainstSearch(t *testing.T) {
 				value = ""
 			}
 			require.Equal(t, value != "", took, "shortcut taken for %+v", c)
+
+			// The same lookup without a condition.
+			ck, v := model.ColumnKey{Column: c.Column}, fmt.Sprint(c.Value)
+			if m, ok := c.Value.(ovsdb.OvsMap); ok {
+				for k, mv := range m.GoMap {
+					ck.Key, v = k, mv.(string)
+				}
+			}
+			rows, ok := rc.RowsByIndexValue(ck, v)
+			require.Equal(t, took, ok, "RowsByIndexValue answered %+v", c)
+			if ok {
+				byUUID := map[string]model.Model{}
+				for _, m := range rows {
+					byUUID[m.(*portModel).UUID] = m
+				}
+				require.Len(t, byUUID, len(rows), "a row twice")
+				require.Equal(t, keys(slow), keys(byUUID), "step %d: RowsByIndexValue %v=%q", step, ck, v)
+			}
 		}
 	}
 }

@@ -165,10 +165,59 @@ func (r *RowCache) indexRowsOf(schema *ovsdb.TableSchema, cond ovsdb.Condition) 
 	if value == "" {
 		return indexRows{}, false
 	}
+	idx, ok := r.indexOf(key)
+	if !ok {
+		return indexRows{}, false
+	}
+	return r.indexes[idx][value], true
+}
+
+// indexOf returns the index of the one column key alone.
+func (r *RowCache) indexOf(key model.ColumnKey) (index, bool) {
 	for _, spec := range r.indexSpecs {
 		if len(spec.columns) == 1 && spec.columns[0].Column == key.Column && spec.columns[0].Key == key.Key {
-			return r.indexes[spec.index][value], true
+			return spec.index, true
 		}
 	}
-	return indexRows{}, false
+	return "", false
+}
+
+// RowsByIndexValue returns copies of the rows that the index of the one
+// column key alone (a string column, or one key of a string map) files
+// under value: what RowsByCondition answers for an equality on that
+// column or an includes of that key, without the condition, its map and
+// the map of the results, which cost a lookup about 600 bytes. ok is
+// false when no index is of that column key alone or value is empty (a
+// client index files a row without the key under ""), which the caller
+// then asks RowsByCondition.
+func (r *RowCache) RowsByIndexValue(key model.ColumnKey, value string) (rows []model.Model, ok bool) {
+	if value == "" || AsUpstream {
+		return nil, false
+	}
+	col := r.dbModel.Schema.Table(r.name).Column(key.Column)
+	switch {
+	case col == nil:
+		return nil, false
+	case key.Key == nil && col.Type != ovsdb.TypeString:
+		return nil, false
+	case key.Key != nil:
+		if _, isString := key.Key.(string); !isString || col.Type != ovsdb.TypeMap || col.TypeObj == nil ||
+			col.TypeObj.Key == nil || col.TypeObj.Key.Type != ovsdb.TypeString ||
+			col.TypeObj.Value == nil || col.TypeObj.Value.Type != ovsdb.TypeString {
+			return nil, false
+		}
+	}
+	r.mutex.RLock()
+	defer r.mutex.RUnlock()
+	idx, ok := r.indexOf(key)
+	if !ok {
+		return nil, false
+	}
+	e := r.indexes[idx][value]
+	if e.empty() {
+		return nil, true
+	}
+	rows = make([]model.Model, 0, e.len())
+	e.each(func(uuid string) { rows = append(rows, r.rowByUUID(uuid)) })
+	return rows, true
 }
