@@ -38,6 +38,9 @@ type Controller struct {
 	// started makes Run single-use.
 	started atomic.Bool
 
+	// passes collects the heap after a burst of first passes.
+	passes passCollector
+
 	// infOnce starts the informers once, from StartInformers or Run;
 	// stopInformers ends the context they run with.
 	infOnce       sync.Once
@@ -49,8 +52,9 @@ type shardRun struct {
 	epoch uint64
 	q     *queue.Queue
 	rec   Reconciler
-	// sync tracks the first pass over the seeded keys.
-	sync *seedSync
+	// sync tracks the first pass over the seeded keys, seeded of them.
+	sync   *seedSync
+	seeded int
 	// cancel ends the context the reconcilers of this term get.
 	cancel context.CancelFunc
 }
@@ -81,6 +85,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, runs: map[int]*shardRun{}}
 	logger := klog.Background().WithValues("identity", cfg.Identity)
+	c.passes.collect = func(why string) { _ = collectHeap(logger, why) }
 	if c.informers, err = newInformers(kube, crds, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
@@ -176,6 +181,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			return fmt.Errorf("before joining the shard membership: %w", err)
 		}
 	}
+	// The caches' load is over: the first pass's heap goal is set from
+	// what is live (collect.go).
+	_ = collectHeap(logger, "loading the caches")
 	c.synced.Store(true)
 	logger.Info("Caches synced; joining the shard membership")
 	return c.coord.Run(ctx)
@@ -364,15 +372,28 @@ func (h *holder) Acquire(ctx context.Context, s int, epoch uint64) error {
 	for _, k := range keys {
 		q.Add(k)
 	}
+	run.seeded = len(keys)
+	c.passes.started(run.seeded)
 	run.sync = newSeedSync(keys, func(took time.Duration) {
 		c.met.synced(took)
 		klog.FromContext(runCtx).Info("Shard synced: every seeded pod reconciled", "pods", len(keys), "took", took)
+		c.passes.ended(len(keys))
 	})
 	c.met.acquired(s)
 	q.Start(runCtx, run.sync.handler(rec.Reconcile))
 	logger.Info("Shard acquired", "pods", len(keys))
 	run.sync.check()
 	return nil
+}
+
+// closeSync ends run's first-pass tracking and reports whether the pass
+// had synced; one cut short ends for the pass collector too.
+func (c *Controller) closeSync(run *shardRun) bool {
+	synced := run.sync.close()
+	if !synced {
+		c.passes.ended(run.seeded)
+	}
+	return synced
 }
 
 // Release stops routing keys, drains the queue (DrainTimeout), then calls
@@ -393,7 +414,7 @@ func (h *holder) Release(ctx context.Context, s int, epoch uint64) {
 		}
 	}
 	run.cancel()
-	c.met.released(s, "handoff", time.Since(start), run.sync.close())
+	c.met.released(s, "handoff", time.Since(start), c.closeSync(run))
 	klog.FromContext(ctx).Info("Shard released", "shard", s, "epoch", epoch, "took", time.Since(start))
 }
 
@@ -413,7 +434,7 @@ func (h *holder) Abandon(s int, epoch uint64) {
 		cancel()
 		_ = hooks.OnRelease(ctx, s, epoch)
 	}
-	c.met.released(s, "abandon", time.Since(start), run.sync.close())
+	c.met.released(s, "abandon", time.Since(start), c.closeSync(run))
 	klog.Background().Info("Shard abandoned", "shard", s, "epoch", epoch)
 }
 
