@@ -5,7 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -409,22 +413,38 @@ func describeOpErrors(res []ovsdb.OperationResult, ops []ovsdb.Operation) string
 // lookup that no index serves would scan the table, so every caller below
 // is served by one (see clientIndexes).
 func lookup[T model.Model](c *Client, table string, conds ...ovsdb.Condition) []T {
+	rc := c.rowCache(table)
+	if rc == nil {
+		return nil
+	}
+	rows, err := rc.RowsByCondition(conds)
+	if err != nil {
+		return nil
+	}
+	return ofType[T](len(rows), maps.Values(rows))
+}
+
+// rowCache returns the cache of table, nil when it holds no row: an empty
+// table (no NAT rules, no source routes in most clusters) answers without
+// the search's conversions of the conditions.
+func (c *Client) rowCache(table string) *cache.RowCache {
 	tc := c.nb.Cache()
 	if tc == nil {
 		return nil
 	}
-	rc := tc.Table(table)
-	// An empty table (no NAT rules, no source routes in most clusters)
-	// answers without the search's conversions of the conditions.
-	if rc == nil || rc.Len() == 0 {
+	if rc := tc.Table(table); rc != nil && rc.Len() > 0 {
+		return rc
+	}
+	return nil
+}
+
+// ofType returns the n rows that are of type T.
+func ofType[T model.Model](n int, rows iter.Seq[model.Model]) []T {
+	if n == 0 {
 		return nil
 	}
-	rows, err := rc.RowsByCondition(conds)
-	if err != nil || len(rows) == 0 {
-		return nil
-	}
-	out := make([]T, 0, len(rows))
-	for _, r := range rows {
+	out := make([]T, 0, n)
+	for r := range rows {
 		if t, ok := r.(T); ok {
 			out = append(out, t)
 		}
@@ -451,12 +471,8 @@ func first[T any](rows []T) (T, bool) {
 // such an index, or an empty value, is searched with the equivalent
 // condition.
 func lookupBy[T model.Model](c *Client, table string, ck model.ColumnKey, value string) []T {
-	tc := c.nb.Cache()
-	if tc == nil {
-		return nil
-	}
-	rc := tc.Table(table)
-	if rc == nil || rc.Len() == 0 {
+	rc := c.rowCache(table)
+	if rc == nil {
 		return nil
 	}
 	rows, ok := rc.RowsByIndexValue(ck, value)
@@ -467,13 +483,7 @@ func lookupBy[T model.Model](c *Client, table string, ck model.ColumnKey, value 
 		}
 		return lookup[T](c, table, cond)
 	}
-	out := make([]T, 0, len(rows))
-	for _, r := range rows {
-		if t, ok := r.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out
+	return ofType[T](len(rows), slices.Values(rows))
 }
 
 // The column keys lookupBy is asked about besides podKey.
