@@ -452,10 +452,6 @@ func ofType[T model.Model](n int, rows iter.Seq[model.Model]) []T {
 	return out
 }
 
-func lookupOne[T model.Model](c *Client, table string, conds ...ovsdb.Condition) (T, bool) {
-	return first(lookup[T](c, table, conds...))
-}
-
 func first[T any](rows []T) (T, bool) {
 	if len(rows) == 0 {
 		var zero T

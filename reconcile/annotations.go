@@ -58,21 +58,18 @@ func defaultKey(key string) string {
 		}
 	}
 	full := DefaultKey(key)
-	if m == nil || len(*m) < maxDefaultKeys {
-		next := make(map[string]string, 1+len(valueOrEmpty(m)))
-		maps.Copy(next, valueOrEmpty(m))
+	var kept map[string]string
+	if m != nil {
+		kept = *m
+	}
+	if len(kept) < maxDefaultKeys {
+		next := make(map[string]string, 1+len(kept))
+		maps.Copy(next, kept)
 		next[key] = full
 		// A lost race drops this key until its next call.
 		defaultKeys.CompareAndSwap(m, &next)
 	}
 	return full
-}
-
-func valueOrEmpty(m *map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	return *m
 }
 
 // DefaultKey is the full annotation key of key on the default network.

@@ -654,7 +654,7 @@ func (r *RowCache) RowsByCondition(conditions []ovsdb.Condition) (map[string]mod
 	}
 
 	if len(conditions) == 1 && !AsUpstream {
-		if rows, ok := r.indexRowsOf(schema, conditions[0]); ok {
+		if rows, ok := r.indexRowsOf(conditions[0]); ok {
 			rows.each(func(uuid string) { results[uuid] = r.rowByUUID(uuid) })
 			return results, nil
 		}

@@ -184,14 +184,13 @@ func TestIndexRowsOfAgainstSearch(t *testing.T) {
 		default:
 			_, _ = rc.Update(uuid, randomPort(uuid), true)
 		}
-		schemaT := dbModel.Schema.Table("Port")
 		for _, c := range conditions {
 			fast, err := rc.RowsByCondition([]ovsdb.Condition{c})
 			require.NoError(t, err)
 			slow, err := rc.RowsByCondition([]ovsdb.Condition{c, c})
 			require.NoError(t, err)
 			require.Equal(t, keys(slow), keys(fast), "step %d: %+v", step, c)
-			_, took := rc.indexRowsOf(schemaT, c)
+			_, took := rc.indexRowsOf(c)
 			value := fmt.Sprint(c.Value)
 			if m, ok := c.Value.(ovsdb.OvsMap); ok {
 				for k, v := range m.GoMap {

@@ -123,32 +123,21 @@ var AsUpstream = false
 // power set of the conditions, sets intersected, every candidate's column
 // read again by reflection), which cost a lookup of one port about 2 KB:
 // an equality on a string column that is an index alone, or an includes
-// of one key of a string map that a client index keys on. An empty value
-// is left to the search: a client index files a row without the key
-// under "", which an includes of key="" must not match. ok is false when
-// the condition is not such a one.
-func (r *RowCache) indexRowsOf(schema *ovsdb.TableSchema, cond ovsdb.Condition) (rows indexRows, ok bool) {
-	if cond.Column == "_uuid" || schema == nil {
-		return indexRows{}, false
-	}
-	col := schema.Column(cond.Column)
-	if col == nil {
-		return indexRows{}, false
-	}
+// of one key of a string map that a client index keys on (stringIndex).
+// ok is false when the condition is not such a one.
+func (r *RowCache) indexRowsOf(cond ovsdb.Condition) (rows indexRows, ok bool) {
 	var key model.ColumnKey
 	var value string
 	switch cond.Function {
 	case ovsdb.ConditionEqual:
 		s, isString := cond.Value.(string)
-		if !isString || col.Type != ovsdb.TypeString {
+		if !isString {
 			return indexRows{}, false
 		}
 		key, value = model.ColumnKey{Column: cond.Column}, s
 	case ovsdb.ConditionIncludes:
 		m, isMap := cond.Value.(ovsdb.OvsMap)
-		if !isMap || len(m.GoMap) != 1 || col.Type != ovsdb.TypeMap || col.TypeObj == nil ||
-			col.TypeObj.Key == nil || col.TypeObj.Key.Type != ovsdb.TypeString ||
-			col.TypeObj.Value == nil || col.TypeObj.Value.Type != ovsdb.TypeString {
+		if !isMap || len(m.GoMap) != 1 {
 			return indexRows{}, false
 		}
 		for k, v := range m.GoMap {
@@ -162,14 +151,41 @@ func (r *RowCache) indexRowsOf(schema *ovsdb.TableSchema, cond ovsdb.Condition) 
 	default:
 		return indexRows{}, false
 	}
-	if value == "" {
-		return indexRows{}, false
-	}
-	idx, ok := r.indexOf(key)
+	idx, ok := r.stringIndex(key, value)
 	if !ok {
 		return indexRows{}, false
 	}
 	return r.indexes[idx][value], true
+}
+
+// stringIndex returns the index of the one column key alone when the key
+// is a string column or one key of a string map, and value is not empty:
+// a client index files a row without the key under "", which an includes
+// of key="" must not match.
+func (r *RowCache) stringIndex(key model.ColumnKey, value string) (index, bool) {
+	if value == "" || key.Column == "_uuid" {
+		return "", false
+	}
+	schema := r.dbModel.Schema.Table(r.name)
+	if schema == nil {
+		return "", false
+	}
+	col := schema.Column(key.Column)
+	switch {
+	case col == nil:
+		return "", false
+	case key.Key == nil:
+		if col.Type != ovsdb.TypeString {
+			return "", false
+		}
+	default:
+		if _, isString := key.Key.(string); !isString || col.Type != ovsdb.TypeMap || col.TypeObj == nil ||
+			col.TypeObj.Key == nil || col.TypeObj.Key.Type != ovsdb.TypeString ||
+			col.TypeObj.Value == nil || col.TypeObj.Value.Type != ovsdb.TypeString {
+			return "", false
+		}
+	}
+	return r.indexOf(key)
 }
 
 // indexOf returns the index of the one column key alone.
@@ -191,25 +207,12 @@ func (r *RowCache) indexOf(key model.ColumnKey) (index, bool) {
 // client index files a row without the key under ""), which the caller
 // then asks RowsByCondition.
 func (r *RowCache) RowsByIndexValue(key model.ColumnKey, value string) (rows []model.Model, ok bool) {
-	if value == "" || AsUpstream {
+	if AsUpstream {
 		return nil, false
-	}
-	col := r.dbModel.Schema.Table(r.name).Column(key.Column)
-	switch {
-	case col == nil:
-		return nil, false
-	case key.Key == nil && col.Type != ovsdb.TypeString:
-		return nil, false
-	case key.Key != nil:
-		if _, isString := key.Key.(string); !isString || col.Type != ovsdb.TypeMap || col.TypeObj == nil ||
-			col.TypeObj.Key == nil || col.TypeObj.Key.Type != ovsdb.TypeString ||
-			col.TypeObj.Value == nil || col.TypeObj.Value.Type != ovsdb.TypeString {
-			return nil, false
-		}
 	}
 	r.mutex.RLock()
 	defer r.mutex.RUnlock()
-	idx, ok := r.indexOf(key)
+	idx, ok := r.stringIndex(key, value)
 	if !ok {
 		return nil, false
 	}
