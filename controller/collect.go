@@ -2,6 +2,7 @@ package controller
 
 import (
 	goruntime "runtime"
+	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"sync"
 	"time"
@@ -21,6 +22,13 @@ import (
 // again: one before joining the shard membership, and one whenever the
 // first passes in progress are all over and together reconciled at least
 // burstPods pods.
+//
+// That sets the goal after a burst, not within it: a burst's own peak is
+// the goal it starts with plus what it allocates while one collection
+// marks. With Config.BurstGCPercent, a replica whose live heap is at
+// least BurstHeapFloor runs its bursts (the caches' load, first passes)
+// at that lower target (burstTarget), paying the collections it adds
+// only then, and goes back to its own target when they are over.
 
 // burstPods is the size of a first pass, in pods, after which a
 // collection is worth its cost: a pass allocates about 7 KB per pod, and
@@ -32,12 +40,7 @@ const burstPods = 5000
 func collectHeap(logger klog.Logger, why string) uint64 {
 	start := time.Now()
 	goruntime.GC()
-	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	rtmetrics.Read(sample)
-	live := uint64(0)
-	if sample[0].Value.Kind() == rtmetrics.KindUint64 {
-		live = sample[0].Value.Uint64()
-	}
+	live := liveHeap()
 	logger.Info("Heap collected", "after", why, "liveMiB", live>>20, "took", time.Since(start))
 	return live
 }
@@ -48,10 +51,15 @@ func collectHeap(logger klog.Logger, why string) uint64 {
 type passCollector struct {
 	// collect runs in its own goroutine; collectHeap but in tests.
 	collect func(why string)
+	// target, if set, lowers the collector's target to percent while
+	// keys are pending (burstTarget).
+	target  *burstTarget
+	percent int
 
 	mu      sync.Mutex
-	pending int // seeded keys of terms not yet synced
-	burst   int // seeded keys of the terms since the last time none was pending
+	pending int  // seeded keys of terms not yet synced
+	burst   int  // seeded keys of the terms since the last time none was pending
+	busy    bool // target entered: pending went over 0
 }
 
 // started records a term seeded with n keys.
@@ -59,6 +67,10 @@ func (p *passCollector) started(n int) {
 	p.mu.Lock()
 	p.pending += n
 	p.burst += n
+	if p.pending > 0 && !p.busy && p.target != nil {
+		p.busy = true
+		p.target.enter(p.percent)
+	}
 	p.mu.Unlock()
 }
 
@@ -70,6 +82,12 @@ func (p *passCollector) ended(n int) bool {
 	fire := p.pending == 0 && p.burst >= burstPods
 	if p.pending == 0 {
 		p.burst = 0
+		if p.busy {
+			// Before the collection, which sets the next goal from
+			// the target put back.
+			p.busy = false
+			p.target.exit()
+		}
 	}
 	p.mu.Unlock()
 	if fire {
@@ -83,4 +101,133 @@ func (p *passCollector) inProgress() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.pending
+}
+
+// BurstHeapFloor is the live heap under which a burst leaves the
+// collector's target alone: a small replica's whole heap costs little, and
+// a lower target there would only add collections to a short restart.
+const BurstHeapFloor = 64 << 20
+
+// burstTarget lowers the collector's target (GOGC) while a burst runs in a
+// replica whose live heap is at least floor, and puts it back when the
+// last burst is over. A burst's peak is the heap goal, (1 + GOGC/100)
+// times the live heap, plus what is allocated while a collection marks; a
+// lower target for the burst alone lowers that peak for the collections
+// of the burst, not for the steady state. The target is the process's, so
+// one burstTarget serves every controller of a process (processBursts).
+type burstTarget struct {
+	floor uint64        // live heap under which the target is left alone
+	every time.Duration // how often the live heap is read while a burst waits for floor
+	live  func() uint64
+	set   func(int) int // debug.SetGCPercent
+	log   klog.Logger
+
+	// waits counts the goroutines waiting for floor, for tests.
+	waits sync.WaitGroup
+
+	mu      sync.Mutex
+	bursts  int
+	percent int  // the lowest target the bursts in progress asked for; 0: none
+	lowered bool // set lowered the target; saved is the one to put back
+	saved   int
+	stop    chan struct{} // ends the wait for floor
+}
+
+// processBursts is the process's burst target.
+var processBursts = &burstTarget{floor: BurstHeapFloor, every: 200 * time.Millisecond, live: liveHeap, set: debug.SetGCPercent, log: klog.Background()}
+
+// liveHeap is the heap the last collection kept, in bytes.
+func liveHeap() uint64 {
+	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(sample)
+	if sample[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
+}
+
+// enter starts a burst that asks for the target percent (0: asks for
+// none, but counts). Every enter is matched by one exit.
+func (b *burstTarget) enter(percent int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bursts++
+	if percent > 0 && (b.percent == 0 || percent < b.percent) {
+		b.percent = percent
+	}
+	if b.percent > 0 && !b.lowered && b.stop == nil {
+		b.stop = make(chan struct{})
+		b.waits.Add(1)
+		go b.await(b.stop)
+	}
+}
+
+// await lowers the target once the live heap reaches floor, unless stop
+// is closed first.
+func (b *burstTarget) await(stop chan struct{}) {
+	defer b.waits.Done()
+	tick := time.NewTicker(b.every)
+	defer tick.Stop()
+	for {
+		if live := b.live(); live >= b.floor && b.lower(stop, live) {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// lower sets the burst's target unless stop was closed meanwhile, and
+// reports whether the wait is over. A target already at or under the
+// burst's (or collection turned off) is kept.
+func (b *burstTarget) lower(stop chan struct{}, live uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-stop:
+		return true
+	default:
+	}
+	b.stop = nil
+	prev := b.set(b.percent)
+	if prev < 0 || prev <= b.percent {
+		b.set(prev)
+		return true
+	}
+	b.saved, b.lowered = prev, true
+	b.log.Info("Collector target lowered while a burst runs (the caches' load, first passes)", "percent", b.percent, "from", prev, "liveMiB", live>>20)
+	return true
+}
+
+// exit ends a burst; the last one puts the target back.
+func (b *burstTarget) exit() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bursts == 0 {
+		return
+	}
+	b.bursts--
+	if b.bursts > 0 {
+		return
+	}
+	if b.stop != nil {
+		close(b.stop)
+		b.stop = nil
+	}
+	if b.lowered {
+		b.set(b.saved)
+		b.lowered = false
+		b.log.Info("Collector target put back: the burst is over", "percent", b.saved)
+	}
+	b.percent = 0
+}
+
+// isLowered reports whether the target is the burst's now.
+func (b *burstTarget) isLowered() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lowered
 }

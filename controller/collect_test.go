@@ -2,6 +2,7 @@ package controller
 
 import (
 	goruntime "runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,5 +90,173 @@ func TestCloseSyncEndsPass(t *testing.T) {
 	}
 	if n := c.passes.inProgress(); n != 0 {
 		t.Fatalf("%d keys still in progress after both terms stopped", n)
+	}
+}
+
+// fakeTarget is the process's collector target for burstTarget's tests:
+// set records every value it is given.
+type fakeTarget struct {
+	mu   sync.Mutex
+	now  int
+	sets []int
+}
+
+func (f *fakeTarget) set(p int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prev := f.now
+	f.now = p
+	f.sets = append(f.sets, p)
+	return prev
+}
+
+func (f *fakeTarget) get() (int, []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now, append([]int(nil), f.sets...)
+}
+
+// TestBurstTarget: a burst lowers the collector's target once the live
+// heap reaches the floor, not before; nested bursts keep it lowered until
+// the last ends, which puts back the target from before; a burst that
+// ends before the floor, or a target already at or under the burst's,
+// leaves the target as it was.
+func TestBurstTarget(t *testing.T) {
+	// reading tells that the wait is reading the live heap (it waits on
+	// live next).
+	reading := make(chan struct{}, 1)
+	newTarget := func(now int) (*burstTarget, *fakeTarget, chan uint64) {
+		f := &fakeTarget{now: now}
+		live := make(chan uint64)
+		read := func() uint64 {
+			select {
+			case reading <- struct{}{}:
+			default:
+			}
+			v, ok := <-live
+			if !ok {
+				return 1000 // closed: over the floor from now on
+			}
+			return v
+		}
+		return &burstTarget{floor: 100, every: time.Millisecond, live: read, set: f.set}, f, live
+	}
+
+	t.Run("lowered at the floor, put back by the last exit", func(t *testing.T) {
+		b, f, live := newTarget(100)
+		b.enter(50)
+		live <- 10
+		live <- 20
+		if now, sets := f.get(); now != 100 || len(sets) != 0 {
+			t.Fatalf("under the floor: target %d after sets %v, want 100 untouched", now, sets)
+		}
+		live <- 100
+		b.waits.Wait()
+		if now, _ := f.get(); now != 50 || !b.isLowered() {
+			t.Fatalf("at the floor: target %d (lowered %v), want 50", now, b.isLowered())
+		}
+		b.enter(0) // a second burst, nested: no second wait
+		b.waits.Wait()
+		b.exit()
+		if now, _ := f.get(); now != 50 {
+			t.Fatalf("target %d with a burst still in progress, want 50", now)
+		}
+		b.exit()
+		if now, sets := f.get(); now != 100 || b.isLowered() {
+			t.Fatalf("after the last burst: target %d (sets %v), want 100 back", now, sets)
+		}
+		b.exit() // an extra exit changes nothing
+		if _, sets := f.get(); len(sets) != 2 {
+			t.Fatalf("sets %v, want the burst's and the one put back", sets)
+		}
+	})
+
+	t.Run("a burst over before the floor", func(t *testing.T) {
+		for len(reading) > 0 {
+			<-reading
+		}
+		b, f, live := newTarget(100)
+		b.enter(50)
+		<-reading
+		live <- 10
+		<-reading
+		// The wait reads the heap again, and the burst ends meanwhile:
+		// the floor it finds then must not lower the target.
+		b.exit()
+		close(live)
+		b.waits.Wait()
+		if now, sets := f.get(); now != 100 || len(sets) != 0 {
+			t.Fatalf("target %d after sets %v, want 100 untouched", now, sets)
+		}
+	})
+
+	t.Run("a target already low, or collection off, is kept", func(t *testing.T) {
+		for _, now := range []int{25, 50, -1} {
+			b, f, live := newTarget(now)
+			b.enter(50)
+			live <- 1000
+			b.waits.Wait()
+			b.exit()
+			if got, sets := f.get(); got != now || b.isLowered() {
+				t.Errorf("target %d: %d after sets %v, want it kept", now, got, sets)
+			}
+		}
+	})
+
+	t.Run("the lowest target asked for", func(t *testing.T) {
+		b, f, live := newTarget(100)
+		b.enter(0)
+		b.enter(70)
+		b.enter(40)
+		live <- 1000
+		b.waits.Wait()
+		if now, _ := f.get(); now != 40 {
+			t.Fatalf("target %d, want 40, the lowest asked for", now)
+		}
+		for range 3 {
+			b.exit()
+		}
+		if now, _ := f.get(); now != 100 {
+			t.Fatalf("target %d after every burst, want 100", now)
+		}
+	})
+}
+
+// TestPassCollectorBursts: the pass collector holds the burst target
+// while any seeded key is pending, once however many terms overlap, and
+// an empty term neither enters nor exits.
+func TestPassCollectorBursts(t *testing.T) {
+	f := &fakeTarget{now: 100}
+	b := &burstTarget{floor: 0, every: time.Millisecond, live: func() uint64 { return 0 }, set: f.set}
+	p := &passCollector{collect: func(string) {}, target: b, percent: 50}
+	bursts := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.bursts
+	}
+	p.started(0)
+	p.ended(0)
+	if n := bursts(); n != 0 {
+		t.Fatalf("an empty term entered %d bursts", n)
+	}
+	p.started(10)
+	p.started(5)
+	if n := bursts(); n != 1 {
+		t.Fatalf("two overlapping terms hold %d bursts, want 1", n)
+	}
+	b.waits.Wait()
+	if now, _ := f.get(); now != 50 {
+		t.Fatalf("target %d during the passes, want 50", now)
+	}
+	p.ended(10)
+	if n := bursts(); n != 1 {
+		t.Fatalf("%d bursts with a pass still pending, want 1", n)
+	}
+	p.ended(5)
+	if n := bursts(); n != 0 {
+		t.Fatalf("%d bursts after every pass, want 0", n)
+	}
+	if now, _ := f.get(); now != 100 {
+		t.Fatalf("target %d after the passes, want 100 back", now)
 	}
 }

@@ -115,6 +115,13 @@ type Config struct {
 	// that may have missed changes meanwhile (shard.Config.ExitOnLoss).
 	// The caller builds a new Controller to start afresh.
 	ExitOnLoss bool
+	// BurstGCPercent, if positive, is the collector's target (Go's GOGC)
+	// while the caches load and while first passes run, once the live
+	// heap is at least BurstHeapFloor; the target in force before comes
+	// back when they are over. It lowers a large replica's peak on a
+	// restart or a failover for some collector CPU during it (collect.go).
+	// 0 leaves the target alone.
+	BurstGCPercent int
 	// Queue tunes the per-shard queues.
 	Queue QueueOptions
 	// NewReconciler makes the per-shard reconcilers; required.
@@ -182,6 +189,9 @@ func (c *Config) complete() (*rest.Config, error) {
 	}
 	if c.DrainTimeout < 0 || c.ResyncPeriod < 0 {
 		errs = append(errs, errors.New("drain timeout and resync period must not be negative"))
+	}
+	if c.BurstGCPercent < 0 {
+		errs = append(errs, fmt.Errorf("burst collector target must not be negative, got %d", c.BurstGCPercent))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ type Controller struct {
 
 	// passes collects the heap after a burst of first passes.
 	passes passCollector
+	// loading is set while the caches' load counts as a burst
+	// (processBursts), from StartInformers to just before joining.
+	loading atomic.Bool
 
 	// infOnce starts the informers once, from StartInformers or Run;
 	// stopInformers ends the context they run with.
@@ -86,6 +89,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, runs: map[int]*shardRun{}}
 	logger := klog.Background().WithValues("identity", cfg.Identity)
 	c.passes.collect = func(why string) { _ = collectHeap(logger, why) }
+	c.passes.target, c.passes.percent = processBursts, cfg.BurstGCPercent
 	if c.informers, err = newInformers(kube, crds, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
@@ -181,8 +185,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			return fmt.Errorf("before joining the shard membership: %w", err)
 		}
 	}
-	// The caches' load is over: the first pass's heap goal is set from
-	// what is live (collect.go).
+	// The caches' load is over: the collector's target is put back and
+	// the first pass's heap goal is set from what is live (collect.go).
+	c.endLoad()
 	_ = collectHeap(logger, "loading the caches")
 	c.synced.Store(true)
 	logger.Info("Caches synced; joining the shard membership")
@@ -201,6 +206,9 @@ func (c *Controller) Run(ctx context.Context) error {
 // here); ctx gives them its values (the logger).
 func (c *Controller) StartInformers(ctx context.Context) {
 	c.infOnce.Do(func() {
+		// Loading the caches is a burst of garbage (collect.go).
+		c.loading.Store(true)
+		processBursts.enter(c.cfg.BurstGCPercent)
 		var infCtx context.Context
 		infCtx, c.stopInformers = context.WithCancel(context.WithoutCancel(ctx))
 		c.informers.Kube.Start(infCtx.Done())
@@ -217,6 +225,7 @@ func (c *Controller) StartInformers(ctx context.Context) {
 // it on its way out; calling it again, or before they started, is a no-op.
 func (c *Controller) StopInformers() {
 	c.infOnce.Do(func() {}) // never started: nothing to stop, and no start after this
+	c.endLoad()
 	if c.stopInformers == nil {
 		return
 	}
@@ -226,6 +235,13 @@ func (c *Controller) StopInformers() {
 	c.informers.CRDs.Shutdown()
 	c.informers.NADs.Shutdown()
 	c.informers.VMs.Shutdown()
+}
+
+// endLoad ends the caches' load as a burst, once.
+func (c *Controller) endLoad() {
+	if c.loading.CompareAndSwap(true, false) {
+		processBursts.exit()
+	}
 }
 
 // Ready reports whether the replica can take work: caches synced, member

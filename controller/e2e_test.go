@@ -262,6 +262,7 @@ func (c *cluster) start(name string) *replica {
 		RenewDeadline:   c.timings[1],
 		RetryPeriod:     c.timings[2],
 		DrainTimeout:    time.Second,
+		BurstGCPercent:  50,
 		NewReconciler: func(sc controller.ShardContext) (controller.Reconciler, error) {
 			return &testReconciler{replica: name, sc: sc, rec: c.rec}, nil
 		},
@@ -619,6 +620,11 @@ func TestE2E(t *testing.T) {
 			if n := r.ctrl.FirstPassKeys(); n != 0 {
 				t.Errorf("%s: %d seeded keys still counted in a first pass after it stopped", name, n)
 			}
+		}
+		// Every burst (a cache load, a first pass) ended: the collector's
+		// target is the process's own again.
+		if n := controller.BurstsInProgress(); n != 0 {
+			t.Errorf("%d bursts still hold the collector's target after every replica stopped", n)
 		}
 	})
 

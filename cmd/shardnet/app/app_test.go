@@ -87,6 +87,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"memory limit", func(o *Options) { o.MemoryLimit = "lots" }, []string{`--memory-limit "lots"`}},
 		{"negative memory limit", func(o *Options) { o.MemoryLimit = "-1Gi" }, []string{"want a positive quantity"}},
 		{"negative collector target", func(o *Options) { o.GCPercent = -1 }, []string{"--gc-percent -1: want a positive percentage"}},
+		{"negative burst collector target", func(o *Options) { o.BurstGCPercent = -5 }, []string{"--burst-gc-percent -5: want a positive percentage"}},
 		{"several at once", func(o *Options) { o.Identity, o.Shards, o.GCInterval = "", 0, -time.Second },
 			[]string{"--identity", "--shards 0", "--gc-interval"}},
 	} {

@@ -77,6 +77,10 @@ type Options struct {
 	// GCPercent is the collector's target heap growth over the live heap
 	// (Go's GOGC); 0 keeps the runtime's (GOGC, else 100).
 	GCPercent int
+	// BurstGCPercent is the collector's target while the caches load and
+	// first passes run in a replica with a large heap
+	// (controller.Config.BurstGCPercent); 0 leaves the target alone.
+	BurstGCPercent int
 	// KubeCompression lets the API server gzip its responses.
 	KubeCompression bool
 }
@@ -124,6 +128,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.KubeCompression, "kube-compression", false, "let the API server gzip responses: saves bandwidth on a slow link, costs both sides CPU on every list and watch (off: a cluster network carries a full resync of 50,000 pods in well under a second)")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", "auto", "Go soft memory limit: auto (80% of the container's memory limit, unless GOMEMLIMIT is set), none, or a quantity such as 512Mi")
 	fs.IntVar(&o.GCPercent, "gc-percent", 0, "how far the Go heap may grow past the live heap before a collection, in percent (Go's GOGC): lower trades collector CPU for memory; 0 keeps GOGC, else Go's 100")
+	fs.IntVar(&o.BurstGCPercent, "burst-gc-percent", 50, "the collector's target (as --gc-percent) while the caches load and while first passes run (a restart, a failover), once the live heap is at least 64 MiB; it lowers a large replica's peak memory then, for some collector CPU; 0 keeps the target")
 }
 
 // validate checks the options and reports every problem at once.
@@ -160,6 +165,9 @@ func (o *Options) validate() error {
 	}
 	if o.GCPercent < 0 {
 		errs = append(errs, fmt.Errorf("--gc-percent %d: want a positive percentage, or 0 for GOGC or Go's default", o.GCPercent))
+	}
+	if o.BurstGCPercent < 0 {
+		errs = append(errs, fmt.Errorf("--burst-gc-percent %d: want a positive percentage, or 0 to keep the collector's target during bursts", o.BurstGCPercent))
 	}
 	return errors.Join(errs...)
 }

@@ -146,6 +146,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		OnLeading:       r.onLeading,
 		BeforeJoin:      r.adopt,
 		ExitOnLoss:      true,
+		BurstGCPercent:  opts.BurstGCPercent,
 		PodKey:          podKey(opts.KeepVMIP),
 		Setup: func(inf *controller.Informers) error {
 			c, err := reconcile.NewCaches(inf.Kube, inf.CRDs, r.sn, opts.Shards)
