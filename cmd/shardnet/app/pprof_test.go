@@ -160,8 +160,9 @@ func TestPprofAddrMustBeLoopback(t *testing.T) {
 }
 
 // TestRegistryExportsLiveHeap: a replica's registry exports the live heap
-// the soft limit is sized from, beside the soft limit itself and the
-// default Go metrics.
+// the soft limit is sized from, beside the soft limit itself, the
+// collector's target in force (the burst target while a burst runs) and
+// the default Go metrics.
 func TestRegistryExportsLiveHeap(t *testing.T) {
 	reg, err := newRegistry()
 	if err != nil {
@@ -178,7 +179,7 @@ func TestRegistryExportsLiveHeap(t *testing.T) {
 			got[mf.GetName()] = m[0].GetGauge().GetValue()
 		}
 	}
-	for _, name := range []string{"go_gc_heap_live_bytes", "go_gc_gomemlimit_bytes", "go_memstats_heap_inuse_bytes"} {
+	for _, name := range []string{"go_gc_heap_live_bytes", "go_gc_gomemlimit_bytes", "go_gc_gogc_percent", "go_memstats_heap_inuse_bytes"} {
 		if got[name] <= 0 {
 			t.Errorf("%s = %v, want a positive gauge (gathered %d families)", name, got[name], len(mfs))
 		}
