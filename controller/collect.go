@@ -120,21 +120,20 @@ type burstTarget struct {
 	every time.Duration // how often the live heap is read while a burst waits for floor
 	live  func() uint64
 	set   func(int) int // debug.SetGCPercent
-	log   klog.Logger
 
 	// waits counts the goroutines waiting for floor, for tests.
 	waits sync.WaitGroup
 
 	mu      sync.Mutex
 	bursts  int
-	percent int  // the lowest target the bursts in progress asked for; 0: none
+	percent int  // the lowest target asked for by the bursts in progress until it was set; 0: none
 	lowered bool // set lowered the target; saved is the one to put back
 	saved   int
 	stop    chan struct{} // ends the wait for floor
 }
 
 // processBursts is the process's burst target.
-var processBursts = &burstTarget{floor: BurstHeapFloor, every: 200 * time.Millisecond, live: liveHeap, set: debug.SetGCPercent, log: klog.Background()}
+var processBursts = &burstTarget{floor: BurstHeapFloor, every: 200 * time.Millisecond, live: liveHeap, set: debug.SetGCPercent}
 
 // liveHeap is the heap the last collection kept, in bytes.
 func liveHeap() uint64 {
@@ -169,7 +168,8 @@ func (b *burstTarget) await(stop chan struct{}) {
 	tick := time.NewTicker(b.every)
 	defer tick.Stop()
 	for {
-		if live := b.live(); live >= b.floor && b.lower(stop, live) {
+		if live := b.live(); live >= b.floor {
+			b.lower(stop, live)
 			return
 		}
 		select {
@@ -180,26 +180,25 @@ func (b *burstTarget) await(stop chan struct{}) {
 	}
 }
 
-// lower sets the burst's target unless stop was closed meanwhile, and
-// reports whether the wait is over. A target already at or under the
+// lower sets the burst's target, which ends the wait, unless stop was
+// closed meanwhile (the bursts are over). A target already at or under the
 // burst's (or collection turned off) is kept.
-func (b *burstTarget) lower(stop chan struct{}, live uint64) bool {
+func (b *burstTarget) lower(stop chan struct{}, live uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	select {
 	case <-stop:
-		return true
+		return
 	default:
 	}
 	b.stop = nil
 	prev := b.set(b.percent)
 	if prev < 0 || prev <= b.percent {
 		b.set(prev)
-		return true
+		return
 	}
 	b.saved, b.lowered = prev, true
-	b.log.Info("Collector target lowered while a burst runs (the caches' load, first passes)", "percent", b.percent, "from", prev, "liveMiB", live>>20)
-	return true
+	klog.Background().Info("Collector target lowered while a burst runs (the caches' load, first passes)", "percent", b.percent, "from", prev, "liveMiB", live>>20)
 }
 
 // exit ends a burst; the last one puts the target back.
@@ -220,7 +219,7 @@ func (b *burstTarget) exit() {
 	if b.lowered {
 		b.set(b.saved)
 		b.lowered = false
-		b.log.Info("Collector target put back: the burst is over", "percent", b.saved)
+		klog.Background().Info("Collector target put back: the burst is over", "percent", b.saved)
 	}
 	b.percent = 0
 }
