@@ -57,18 +57,17 @@ type passCollector struct {
 	percent int
 
 	mu      sync.Mutex
-	pending int  // seeded keys of terms not yet synced
-	burst   int  // seeded keys of the terms since the last time none was pending
-	busy    bool // target entered: pending went over 0
+	pending int // seeded keys of terms not yet synced; target entered while over 0
+	burst   int // seeded keys of the terms since the last time none was pending
 }
 
 // started records a term seeded with n keys.
 func (p *passCollector) started(n int) {
 	p.mu.Lock()
+	idle := p.pending == 0
 	p.pending += n
 	p.burst += n
-	if p.pending > 0 && !p.busy && p.target != nil {
-		p.busy = true
+	if idle && p.pending > 0 && p.target != nil {
 		p.target.enter(p.percent)
 	}
 	p.mu.Unlock()
@@ -78,14 +77,14 @@ func (p *passCollector) started(n int) {
 // reports whether that started a collection.
 func (p *passCollector) ended(n int) bool {
 	p.mu.Lock()
+	busy := p.pending > 0
 	p.pending -= n
 	fire := p.pending == 0 && p.burst >= burstPods
 	if p.pending == 0 {
 		p.burst = 0
-		if p.busy {
+		if busy && p.target != nil {
 			// Before the collection, which sets the next goal from
 			// the target put back.
-			p.busy = false
 			p.target.exit()
 		}
 	}
