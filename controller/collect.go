@@ -222,10 +222,3 @@ func (b *burstTarget) exit() {
 	}
 	b.percent = 0
 }
-
-// isLowered reports whether the target is the burst's now.
-func (b *burstTarget) isLowered() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.lowered
-}

@@ -116,6 +116,13 @@ func (f *fakeTarget) get() (int, []int) {
 	return f.now, append([]int(nil), f.sets...)
 }
 
+// isLowered reports whether the target is the burst's now.
+func (b *burstTarget) isLowered() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lowered
+}
+
 // TestBurstTarget: a burst lowers the collector's target once the live
 // heap reaches the floor, not before; nested bursts keep it lowered until
 // the last ends, which puts back the target from before; a burst that
