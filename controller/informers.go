@@ -144,8 +144,9 @@ func (inf *Informers) Shards() int { return inf.shards }
 // TrimPod is the pod informer's transform: it keeps only what reconcilers
 // read, which is most of the memory of 100k cached pods, in the cache's
 // own pod type (podcache.Pod; the listers build a *corev1.Pod from it).
-// Kept: the object metadata without managedFields (labels, annotations,
-// owner references, UID, resourceVersion, deletion timestamp),
+// Kept: the object metadata without managedFields, generateName, selfLink
+// and generation (labels, annotations, owner references, UID,
+// resourceVersion, creation and deletion timestamps, finalizers),
 // spec.nodeName, spec.hostNetwork, spec.restartPolicy,
 // spec.terminationGracePeriodSeconds, and status.phase, reason, podIP(s)
 // and hostIP(s). kubectl's last-applied-configuration annotation, a copy
@@ -184,17 +185,13 @@ func TrimPod(obj any) (any, error) {
 		return podKeys.intern(k), v, true
 	})
 	c.NodeName = podKeys.intern(c.NodeName)
-	// A pod's address is the first of its addresses, and the pods of a
-	// node have its addresses: decoded, each was a string, and the
-	// node's list a slice, of its own.
-	if len(c.PodIPs) > 0 && c.PodIPs[0].IP == c.PodIP {
-		c.PodIP = c.PodIPs[0].IP
-	}
+	// The pods of a node have its addresses: decoded, each pod had the
+	// node's list, a slice of its own. A pod's address and its node's,
+	// when the first of their lists, the cache keeps as that
+	// (podcache.Pod).
 	c.HostIPs = hostIPSets.share(c.HostIPs)
-	if len(c.HostIPs) > 0 && c.HostIPs[0].IP == c.HostIP {
-		c.HostIP = c.HostIPs[0].IP
-	} else {
-		c.HostIP = podKeys.intern(c.HostIP)
+	if ip := c.HostIP(); ip != "" && (len(c.HostIPs) == 0 || c.HostIPs[0].IP != ip) {
+		c.SetHostIP(podKeys.intern(ip))
 	}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,13 @@ import (
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/internal/shareset"
 )
+
+// decodedUID is the UID of the i-th object of a kind, as the API server
+// makes one (a random UUID's text) and a decoder hands it over (a string
+// of its own).
+func decodedUID(kind, i int) types.UID {
+	return types.UID(fmt.Sprintf("0b6f6c1e-6d2a-4c55-%04x-%012x", kind, i))
+}
 
 // decodedPod is a pod as a decoder hands it to the informer: every string
 // its own allocation, as protobuf and JSON decoding make them.
@@ -38,14 +46,19 @@ func decodedPod(i int) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), UID: "u", ResourceVersion: "1",
-			Labels: map[string]string{c("app"): c("bench"), c("shardnet.io/bench-run"): c("r1")}, Annotations: ann,
+			Name: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), UID: decodedUID(0, i), ResourceVersion: "1",
+			// What the API server sets on a ReplicaSet's pod; a decoded
+			// time is whole seconds, in local time.
+			GenerateName: fmt.Sprintf("web-%d-7d9c8b5f4-", i/50), Generation: 1,
+			CreationTimestamp: metav1.NewTime(time.Unix(1700000000+int64(i), 0)),
+			Labels:            map[string]string{c("app"): c("bench"), c("shardnet.io/bench-run"): c("r1")}, Annotations: ann,
 			// The pods of one ReplicaSet, fifty pods each.
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: c("apps/v1"), Kind: c("ReplicaSet"),
 				Name: fmt.Sprintf("web-%d-7d9c8b5f4", i/50), UID: types.UID(fmt.Sprintf("0b6f6c1e-6d2a-4c55-9d3e-%012d", i/50)),
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
-		Spec: corev1.PodSpec{NodeName: c(fmt.Sprintf("node-%d", i%100))},
+		Spec: corev1.PodSpec{NodeName: c(fmt.Sprintf("node-%d", i%100)), RestartPolicy: corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To(int64(30))},
 		// A running pod: its address, and its node's.
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			PodIP: fmt.Sprintf("10.16.%d.%d", i/250, i%250+1), PodIPs: []corev1.PodIP{{IP: fmt.Sprintf("10.16.%d.%d", i/250, i%250+1)}},
@@ -105,13 +118,13 @@ func decodedClaimAndIP(i int) (*v1alpha1.AddressClaim, *kubeovnv1.IP) {
 	c := strings.Clone
 	addr := fmt.Sprintf("10.16.%d.%d", i/250, i%250+1)
 	claim := &v1alpha1.AddressClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + addr, UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e10", ResourceVersion: "123456", Generation: 1,
+		ObjectMeta: metav1.ObjectMeta{Name: "ovn-default." + addr, UID: decodedUID(1, i), ResourceVersion: "123456", Generation: 1,
 			Labels: map[string]string{c(v1alpha1.LabelSubnet): c("ovn-default"), c(v1alpha1.LabelFamily): c("IPv4")}},
 		Spec: v1alpha1.AddressClaimSpec{Subnet: c("ovn-default"), Address: addr, MAC: fmt.Sprintf("00:00:00:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
-			NodeName: c(fmt.Sprintf("node-%d", i%100)), Owner: v1alpha1.ClaimOwner{Kind: c(v1alpha1.OwnerPod), Namespace: c("bench"), Name: fmt.Sprintf("pod-%d", i), UID: "u"}},
+			NodeName: c(fmt.Sprintf("node-%d", i%100)), Owner: v1alpha1.ClaimOwner{Kind: c(v1alpha1.OwnerPod), Namespace: c("bench"), Name: fmt.Sprintf("pod-%d", i), UID: string(decodedUID(0, i))}},
 	}
 	ip := &kubeovnv1.IP{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.bench", i), UID: "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e11", ResourceVersion: "123457", Generation: 1,
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d.bench", i), UID: decodedUID(2, i), ResourceVersion: "123457", Generation: 1,
 			Labels: map[string]string{c("ovn.kubernetes.io/subnet"): c("ovn-default"), c("ovn-default"): c("")}},
 		Spec: kubeovnv1.IPSpec{PodName: fmt.Sprintf("pod-%d", i), Namespace: c("bench"), Subnet: c("ovn-default"), NodeName: c(fmt.Sprintf("node-%d", i%100)),
 			IPAddress: addr, V4IPAddress: c(addr), MacAddress: claim.Spec.MAC, PodType: c("")},

@@ -154,7 +154,7 @@ func Exists(l listers.AddressClaimLister, name string) (types.UID, bool) {
 		if err != nil {
 			return "", false
 		}
-		return c.UID, true
+		return c.GetUID(), true
 	}
 	obj, exists, err := cl.Indexer().GetByKey(name)
 	if err != nil || !exists {

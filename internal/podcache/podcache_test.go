@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +22,7 @@ func kept(ns, name string) *corev1.Pod {
 	now := metav1.Now()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ns, UID: types.UID("u-" + ns + "-" + name), ResourceVersion: "7", Generation: 2,
+			Name: name, Namespace: ns, UID: types.UID("u-" + ns + "-" + name), ResourceVersion: "7",
 			Labels:            map[string]string{"app": name},
 			Annotations:       map[string]string{"ovn.kubernetes.io/ip_address": "10.0.0.5"},
 			OwnerReferences:   []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", UID: "s1"}},
@@ -57,6 +59,69 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCompact: a pod of the common shape (created, scheduled, running,
+// not terminating) keeps no rare record and fits the struct's 224 bytes;
+// every field that goes to rare, or is kept as an index or a position,
+// comes back as it was, whatever its value; the three fields a cached pod
+// does not keep are dropped; and emptying the rare fields through the
+// setters drops the record again.
+func TestCompact(t *testing.T) {
+	if n := unsafe.Sizeof(Pod{}); n > 224 {
+		t.Errorf("Pod is %d bytes, want at most 224", n)
+	}
+	common := kept("ns", "p")
+	common.DeletionTimestamp, common.DeletionGracePeriodSeconds, common.Finalizers = nil, nil, nil
+	common.Status.Phase, common.Status.Reason, common.Spec.RestartPolicy = corev1.PodRunning, "", corev1.RestartPolicyAlways
+	common.CreationTimestamp = metav1.NewTime(time.Unix(1700000000, 0))
+	common.UID = "0b6f6c1e-6d2a-4c55-9d3e-3f1f2a7c9e10" // as the API server makes them
+	c := New(common, common.ObjectMeta)
+	if c.rare != nil {
+		t.Errorf("a pod of the common shape keeps a rare record: %+v", *c.rare)
+	}
+	if got := c.Pod(); !reflect.DeepEqual(got, common) {
+		t.Fatalf("round trip of the common shape:\n got %+v\nwant %+v", got, common)
+	}
+
+	odd := kept("ns", "odd") // its UID is not a UUID
+	odd.CreationTimestamp = metav1.NewTime(time.Unix(1700000000, 5).UTC())
+	odd.Spec.RestartPolicy = "Sometimes"
+	odd.Status.Phase = "Hibernating"
+	odd.Status.PodIP = "10.0.0.9" // not the first of status.podIPs
+	odd.Status.HostIP = "192.0.2.9"
+	if got := New(odd, odd.ObjectMeta).Pod(); !reflect.DeepEqual(got, odd) {
+		t.Fatalf("round trip of unusual values:\n got %+v\nwant %+v", got, odd)
+	}
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "ns"}, Status: corev1.PodStatus{PodIP: "10.0.0.1"}}
+	if got := New(bare, bare.ObjectMeta).Pod(); !reflect.DeepEqual(got, bare) {
+		t.Fatalf("round trip of an address without a list:\n got %+v\nwant %+v", got, bare)
+	}
+
+	dropped := kept("ns", "d")
+	dropped.GenerateName, dropped.SelfLink, dropped.Generation = "d-", "/api/v1/namespaces/ns/pods/d", 3
+	got := New(dropped, dropped.ObjectMeta).Pod()
+	if got.GenerateName != "" || got.SelfLink != "" || got.Generation != 0 {
+		t.Errorf("kept generateName %q, selfLink %q, generation %d", got.GenerateName, got.SelfLink, got.Generation)
+	}
+
+	term := kept("ns", "t")
+	term.CreationTimestamp = common.CreationTimestamp
+	c = New(term, term.ObjectMeta)
+	if c.rare == nil {
+		t.Fatal("a terminating, evicted pod keeps no rare record")
+	}
+	c.SetDeletionTimestamp(nil)
+	c.SetDeletionGracePeriodSeconds(nil)
+	c.SetFinalizers(nil)
+	c.setReason("")
+	c.SetUID(common.UID)
+	if c.rare != nil {
+		t.Errorf("emptied rare fields still keep a record: %+v", *c.rare)
+	}
+	if c.GetDeletionTimestamp() != nil || c.GetFinalizers() != nil || c.Reason() != "" || c.Phase() != corev1.PodFailed || c.GetUID() != common.UID {
+		t.Error("emptying the rare fields changed what the pod reads")
+	}
+}
+
 // TestDeepCopyObject: the copy shares nothing a writer could change.
 func TestDeepCopyObject(t *testing.T) {
 	in := kept("ns", "p")
@@ -69,7 +134,10 @@ func TestDeepCopyObject(t *testing.T) {
 	cp.Labels["x"] = "y"
 	cp.PodIPs[0].IP = "10.9.9.9"
 	*cp.TerminationGracePeriodSeconds = 1
-	if _, ok := c.Labels["x"]; ok || c.Annotations.vals[0] != "10.0.0.5" || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 {
+	cp.rare.Finalizers[0] = "g"
+	*cp.rare.DeletionGracePeriodSeconds = 2
+	if _, ok := c.Labels["x"]; ok || c.Annotations.vals[0] != "10.0.0.5" || c.PodIPs[0].IP != "10.0.0.5" || *c.TerminationGracePeriodSeconds != 30 ||
+		c.rare.Finalizers[0] != "f" || *c.rare.DeletionGracePeriodSeconds != 30 {
 		t.Fatal("the copy shares the original's maps, slices or pointers")
 	}
 	if !c.GetObjectKind().GroupVersionKind().Empty() {
@@ -188,7 +256,7 @@ func TestAnnotations(t *testing.T) {
 	in := kept("ns", "p")
 	in.Annotations = m
 	c := New(in, in.ObjectMeta)
-	if c.ObjectMeta.Annotations != nil {
+	if c.ObjectMeta().Annotations != nil {
 		t.Error("the cached pod keeps the annotation map too")
 	}
 	if got := c.GetAnnotations(); !reflect.DeepEqual(got, m) {
