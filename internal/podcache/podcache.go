@@ -7,9 +7,10 @@
 // outside the usual ones go to a small record that most pods do not have
 // (rare), the UID is packed in 16 bytes (internal/uid), the phase and
 // restart policy are a byte each, and the pod's and host's first
-// addresses are the first of their lists. At 50,000 pods
-// that is about 10 MiB less heap per replica than the ObjectMeta and
-// fields it kept before, and 60 MiB less than a trimmed corev1.Pod.
+// addresses are the first of their lists. A running pod of a ReplicaSet
+// keeps 472 bytes where it kept 768 with the whole ObjectMeta and its UID
+// as a string, about 14 MiB less per replica at 50,000 pods (`go test
+// -run '^$' -bench TrimPodRetained ./controller/`).
 // Its annotations are kept as their values in the order of their sorted
 // keys, the keys shared with every pod that has the same ones
 // (Annotations), not a map: 144 bytes of its own for the nine a routed
