@@ -64,6 +64,8 @@ type Subnets struct {
 	// adoptMu is held by the spaced passes (AdoptSpaced, Refresh's), so
 	// that one does not run while another does.
 	adoptMu sync.Mutex
+	// runAdopt runs each spaced pass (SetAdoptRunner); guarded by mu.
+	runAdopt func(pass func())
 }
 
 type subnetEntry struct {
@@ -482,8 +484,17 @@ func (r *Subnets) AdoptSpaced() (AdoptStats, error) {
 }
 
 func (r *Subnets) adoptSpacedLocked() (AdoptStats, error) {
+	r.mu.RLock()
+	run := r.runAdopt
+	r.mu.RUnlock()
 	start := time.Now()
-	st, err := r.Adopt()
+	var st AdoptStats
+	var err error
+	if run != nil {
+		run(func() { st, err = r.Adopt() })
+	} else {
+		st, err = r.Adopt()
+	}
 	took := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -528,6 +539,16 @@ func (r *Subnets) claimed(subnet string, a netip.Addr) bool {
 func (r *Subnets) SetAdoptSpacing(k int) {
 	r.mu.Lock()
 	r.adoptSpacing = k
+	r.mu.Unlock()
+}
+
+// SetAdoptRunner makes run the way the spaced passes (AdoptSpaced,
+// Refresh's) run: run must call pass once, and may do something before
+// and after it (controller.RoomForPass makes room in the heap goal for
+// the pass's garbage). The time run takes counts in the spacing.
+func (r *Subnets) SetAdoptRunner(run func(pass func())) {
+	r.mu.Lock()
+	r.runAdopt = run
 	r.mu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -136,5 +137,23 @@ func TestRefreshSpacesItsAdoptPasses(t *testing.T) {
 	}
 	if n := racingReads.Load(); n != 1 {
 		t.Errorf("%d reads with a Refresh during the pass before joining, want 1", n)
+	}
+
+	// A runner (SetAdoptRunner) runs every spaced pass, Refresh's and the
+	// one before joining, around the pass itself.
+	run := NewSubnets(alloc, claimlisters.NewAddressClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), 1)
+	var order []string
+	run.SetHoldSource(func() (HoldInputs, error) { order = append(order, "read"); return HoldInputs{}, nil })
+	run.SetAdoptRunner(func(pass func()) {
+		order = append(order, "before")
+		pass()
+		order = append(order, "after")
+	})
+	if _, err := run.AdoptSpaced(); err != nil {
+		t.Fatal(err)
+	}
+	run.Refresh()
+	if want := []string{"before", "read", "after", "before", "read", "after"}; !slices.Equal(order, want) {
+		t.Errorf("runner and passes ran %v, want %v", order, want)
 	}
 }

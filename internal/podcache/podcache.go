@@ -228,68 +228,66 @@ func (c *Pod) Reason() string {
 	return c.rare.Reason
 }
 
-// at says where ip is kept, given the first address of its list.
-func at(ip string, first func() (string, bool)) ipAt {
-	if ip == "" {
-		return ipNone
+// placeIP keeps ip, an address whose list starts with first ("" for an
+// empty list), and says where: nowhere for "", as the first of the list,
+// or in rare's field (own) otherwise.
+func (c *Pod) placeIP(ip, first string, own func(*rare) *string) ipAt {
+	at := ipOwn
+	switch {
+	case ip == "":
+		at = ipNone
+	case ip == first:
+		at = ipFirst
+	default:
+		*own(c.more()) = ip
+		return at
 	}
-	if f, ok := first(); ok && f == ip {
-		return ipFirst
-	}
-	return ipOwn
-}
-
-func (c *Pod) setPodIP(ip string) {
-	c.podIP = at(ip, func() (string, bool) {
-		if len(c.PodIPs) == 0 {
-			return "", false
-		}
-		return c.PodIPs[0].IP, true
-	})
-	if c.podIP == ipOwn {
-		c.more().PodIP = ip
-	} else if c.rare != nil {
-		c.rare.PodIP = ""
+	if c.rare != nil {
+		*own(c.rare) = ""
 		c.fewer()
 	}
+	return at
 }
+
+// readIP is the address placeIP kept at at.
+func (c *Pod) readIP(at ipAt, first string, own func(*rare) *string) string {
+	switch at {
+	case ipFirst:
+		return first
+	case ipOwn:
+		return *own(c.rare)
+	}
+	return ""
+}
+
+func rarePodIP(r *rare) *string  { return &r.PodIP }
+func rareHostIP(r *rare) *string { return &r.HostIP }
+
+// firstPodIP and firstHostIP are the first addresses of their lists, ""
+// for none.
+func (c *Pod) firstPodIP() string {
+	if len(c.PodIPs) == 0 {
+		return ""
+	}
+	return c.PodIPs[0].IP
+}
+
+func (c *Pod) firstHostIP() string {
+	if len(c.HostIPs) == 0 {
+		return ""
+	}
+	return c.HostIPs[0].IP
+}
+
+func (c *Pod) setPodIP(ip string) { c.podIP = c.placeIP(ip, c.firstPodIP(), rarePodIP) }
 
 // PodIP is the pod's status.podIP.
-func (c *Pod) PodIP() string {
-	switch c.podIP {
-	case ipFirst:
-		return c.PodIPs[0].IP
-	case ipOwn:
-		return c.rare.PodIP
-	}
-	return ""
-}
+func (c *Pod) PodIP() string { return c.readIP(c.podIP, c.firstPodIP(), rarePodIP) }
 
-func (c *Pod) setHostIP(ip string) {
-	c.hostIP = at(ip, func() (string, bool) {
-		if len(c.HostIPs) == 0 {
-			return "", false
-		}
-		return c.HostIPs[0].IP, true
-	})
-	if c.hostIP == ipOwn {
-		c.more().HostIP = ip
-	} else if c.rare != nil {
-		c.rare.HostIP = ""
-		c.fewer()
-	}
-}
+func (c *Pod) setHostIP(ip string) { c.hostIP = c.placeIP(ip, c.firstHostIP(), rareHostIP) }
 
 // HostIP is the pod's status.hostIP.
-func (c *Pod) HostIP() string {
-	switch c.hostIP {
-	case ipFirst:
-		return c.HostIPs[0].IP
-	case ipOwn:
-		return c.rare.HostIP
-	}
-	return ""
-}
+func (c *Pod) HostIP() string { return c.readIP(c.hostIP, c.firstHostIP(), rareHostIP) }
 
 // SetHostIP sets the pod's status.hostIP to ip: the informer's transform
 // gives the host's address a copy shared with the node's other pods.

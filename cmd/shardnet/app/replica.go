@@ -155,6 +155,7 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 			}
 			r.caches = c
 			c.Registry.SetAdoptSpacing(adoptSpacing)
+			c.Registry.SetAdoptRunner(controller.RoomForPass("the addresses in use re-read"))
 			c.Registry.SetHoldSource(c.HoldSource(r.nbPorts, time.Now, reconcile.HoldVMOwner(inf.VMs, opts.KeepVMIP)))
 			if err := r.vips.watch(r, inf); err != nil {
 				return err
