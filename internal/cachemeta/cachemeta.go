@@ -120,8 +120,6 @@ func (m *Meta) SetOwnerReferences([]metav1.OwnerReference)    {}
 func (m *Meta) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
 func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
-// GetCreationTimestamp is the creation time, in local time as a decoded
-// metav1.Time has it.
 // GetUID returns the UID, built from its packed form (a new string).
 func (m *Meta) GetUID() types.UID {
 	if m.uidText != nil {
@@ -139,6 +137,8 @@ func (m *Meta) SetUID(u types.UID) {
 	m.uid, m.uidText = uid.Packed{}, &u
 }
 
+// GetCreationTimestamp is the creation time, in local time as a decoded
+// metav1.Time has it.
 func (m *Meta) GetCreationTimestamp() metav1.Time {
 	if m.created == 0 {
 		return metav1.Time{}
