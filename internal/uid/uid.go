@@ -86,10 +86,3 @@ func (p Packed) UID() types.UID {
 	}
 	return types.UID(b[:])
 }
-
-// Is reports whether p is the packed form of u, without building p's
-// string.
-func (p Packed) Is(u types.UID) bool {
-	q, ok := Pack(u)
-	return ok && q == p
-}
