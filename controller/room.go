@@ -14,10 +14,10 @@ import (
 // record and Northbound port read again and their holds collected, tens
 // of megabytes in half a second at 50,000 pods) lifts the heap goal when
 // it runs while a collection marks: what is allocated then counts as live
-// for that cycle, and the next goal is twice the live heap. That was the
-// spread of a 50,000-pod replica's peak while routing: 40–60 MiB between
-// replicas and runs, by whether a collection's marking met a pass
-// (decision 0009).
+// for that cycle, and the next goal is twice the live heap. That fits
+// the spread of a 50,000-pod replica's peak while routing, 40–60 MiB
+// between replicas and runs, which the runs with roomyPass no longer
+// showed (decision 0009: two runs with it, two without).
 //
 // roomyPass runs such a pass where the heap goal has room for it. When
 // the live heap is at least BurstHeapFloor and the heap in use is less
