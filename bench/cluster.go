@@ -322,6 +322,7 @@ func (c *clusterRun) scenario(ctx context.Context, sp spec) (Scenario, error) {
 
 	obs := newScenarioObserver(c.cfg.Pods, sp)
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns.Name))
+	resumingPods(factory, ns.Name)
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: obs.see, UpdateFunc: func(_, o any) { obs.see(o) },
 	}); err != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -14,24 +15,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
 	"github.com/shardnet/shardnet/api/client/informers/externalversions"
-	kubeovninformers "github.com/shardnet/shardnet/api/client/informers/externalversions/kubeovn/v1"
-	claiminformers "github.com/shardnet/shardnet/api/client/informers/externalversions/shardnet/v1alpha1"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/internal/shareset"
+	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/kubevirt"
 	"github.com/shardnet/shardnet/netattach"
 	"github.com/shardnet/shardnet/shard"
@@ -79,15 +79,23 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 	// and claims are cluster-scoped, pods are read by key), and each such
 	// index keeps 55 bytes per object, 2.7 MB per replica at 50,000 pods:
 	// they are made here without it, before anything asks the factories
-	// for them.
+	// for them. Their watches outlive an early end by the API server
+	// (watch.Resume), which client-go would answer with a backoff and a
+	// new list while the events kept coming.
 	inf.Kube.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
+		return watch.PodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
 	})
 	inf.CRDs.InformerFor(&kubeovnv1.IP{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return kubeovninformers.NewIPInformer(c, resync, cache.Indexers{})
+		ips := c.KubeovnV1().IPs()
+		return watch.Informer(c, "ips", &kubeovnv1.IP{}, resync, cache.Indexers{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ips.List(ctx, o) },
+			ips.Watch)
 	})
 	inf.CRDs.InformerFor(&v1alpha1.AddressClaim{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return claiminformers.NewAddressClaimInformer(c, resync, cache.Indexers{})
+		claims := c.ShardnetV1alpha1().AddressClaims()
+		return watch.Informer(c, "addressclaims", &v1alpha1.AddressClaim{}, resync, cache.Indexers{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return claims.List(ctx, o) },
+			claims.Watch)
 	})
 	pods := inf.Kube.Core().V1().Pods()
 	inf.Pods = pods.Informer()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientmetrics "k8s.io/client-go/tools/metrics"
+
+	"github.com/shardnet/shardnet/internal/watch"
 )
 
 var (
@@ -35,14 +37,16 @@ func (resultAdapter) Increment(_ context.Context, code, method, host string) {
 }
 
 // RegisterClientGo routes client-go's REST client metrics and its leader
-// election metrics (leaderelection.go), both process-wide, to reg. client-go
+// election metrics (leaderelection.go), both process-wide, to reg, with
+// the count of watches the informers kept through an early end
+// (watch.Resumes). client-go
 // accepts one registration per process; later calls only register the
 // collectors with reg.
 func RegisterClientGo(reg prometheus.Registerer) error {
 	registerOnce.Do(func() {
 		clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: latencyAdapter{}, RequestResult: resultAdapter{}})
 	})
-	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath} {
+	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath, watch.Resumes} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

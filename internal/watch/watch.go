@@ -1,5 +1,7 @@
 // Package watch holds informer event handling shared by the packages that
-// watch the API server.
+// watch the API server, and the informers of the objects watched by the
+// thousand (pods, IP records, claims), whose watches outlive an early end
+// by the API server (Resume).
 package watch
 
 import (
