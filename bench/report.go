@@ -96,6 +96,9 @@ func Markdown(r *Result) string {
 	}
 	if three, ok := r.Scenario("shardnet-3"); ok {
 		fmt.Fprintf(&b, "- longest stall of shardnet (3 replicas): **%.2f s**, %.2f s after the first create (goal <= 1 s)", three.StallSeconds, three.StallAtSeconds)
+		if three.CreatesPerSecond > 0 {
+			fmt.Fprintf(&b, "; the bench's own creates returned at %.0f/s during it, against %.0f/s over the creates", three.StallCreatesPerSecond, three.CreatesPerSecond)
+		}
 		if len(three.ClosedWatches) > 0 {
 			fmt.Fprintf(&b, "; the API server closed %s meanwhile as too slow to read (their events, the bench's own included, arrived late and at once)", closedWatchesText(three.ClosedWatches))
 		}

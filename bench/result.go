@@ -96,6 +96,13 @@ type Scenario struct {
 	// began, from the first create.
 	StallSeconds   float64 `json:"stallSeconds"`
 	StallAtSeconds float64 `json:"stallAtSeconds"`
+	// StallCreatesPerSecond is how fast the bench's own create requests
+	// returned during the longest stall, and CreatesPerSecond over the
+	// creates (first sent to last returned); both are 0 when the stall
+	// did not lie within the creates. Creates that slowed with the pods'
+	// progress point to the API server, which answers every client.
+	StallCreatesPerSecond float64 `json:"stallCreatesPerSecond,omitempty"`
+	CreatesPerSecond      float64 `json:"createsPerSecond,omitempty"`
 	// ClosedWatches are the watches the API server closed during the
 	// create phase because their client read too slowly, by resource
 	// (apiserver_terminated_watchers_total): the events of a closed watch

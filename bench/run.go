@@ -438,6 +438,7 @@ func drive(ctx context.Context, cfg Config, sp spec, client kubernetes.Interface
 	sc.Timeline = obs.timelineCopy()
 	stall, at := obs.longestStall()
 	sc.StallSeconds, sc.StallAtSeconds = stall.Seconds(), at.Sub(start).Seconds()
+	sc.StallCreatesPerSecond, sc.CreatesPerSecond = obs.createRates(at, at.Add(stall))
 	return nil
 }
 
@@ -448,6 +449,12 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 	defer cancel()
 	kube := harness.StartKube(p)
 	kube.StartKwok(p)
+	// The API server's and etcd's logs go with the replicas': a stall
+	// that no replica logged is looked for there (its gctrace lines
+	// when the bench runs with GODEBUG=gctrace=1, slow requests, etcd's
+	// compactions). Cleanups run last first: this one before the
+	// servers stop and their directory goes.
+	p.Cleanup(func() { keepServerLogs(cfg, sp.name, kube) })
 	var nb *harness.NB
 	if harness.HaveOVSDBServer() {
 		nb = harness.StartNB(p)
@@ -1195,6 +1202,46 @@ func (o *observer) longestStall() (time.Duration, time.Time) {
 	return longestStall(created, done)
 }
 
+// createRates returns how fast the creates returned within [from, to)
+// and over all of them (from the first sent to the last returned), or
+// zeros when [from, to) is not within the creates.
+func (o *observer) createRates(from, to time.Time) (during, overall float64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var first time.Time
+	for _, t := range o.created {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	returned := make([]time.Time, 0, len(o.accepted))
+	for _, t := range o.accepted {
+		returned = append(returned, t)
+	}
+	return createRates(first, returned, from, to)
+}
+
+// createRates is observer.createRates over the time the first create was
+// sent and the times they returned.
+func createRates(first time.Time, returned []time.Time, from, to time.Time) (during, overall float64) {
+	if len(returned) == 0 || !to.After(from) || from.Before(first) {
+		return 0, 0
+	}
+	last, n := first, 0
+	for _, t := range returned {
+		if t.After(last) {
+			last = t
+		}
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	if last.Before(to) || !last.After(first) {
+		return 0, 0
+	}
+	return float64(n) / to.Sub(from).Seconds(), float64(len(returned)) / last.Sub(first).Seconds()
+}
+
 // longestStall is the longest time between a pod done and the next one
 // (before the first, since the first create) during which more pods had
 // been created than were done.
@@ -1845,4 +1892,46 @@ func resumingPods(factory informers.SharedInformerFactory, namespace string) {
 	factory.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return watch.PodInformer(c, namespace, resync, cache.Indexers{})
 	})
+}
+
+// keepServerLogs copies the scenario's API server and etcd logs to the
+// bench's logs directory as <scenario>-kube-apiserver.log and
+// <scenario>-etcd.log, at most maxServerLog bytes of each (the last).
+func keepServerLogs(cfg Config, scenario string, kube *harness.Kube) {
+	dir := filepath.Join(cfg.Out, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: %s: keeping the servers' logs: %v\n", scenario, err)
+		return
+	}
+	for _, name := range []string{"kube-apiserver.log", "etcd.log"} {
+		if err := copyTail(filepath.Join(kube.Dir, name), filepath.Join(dir, scenario+"-"+name), maxServerLog); err != nil {
+			fmt.Fprintf(cfg.Progress, "bench: %s: keeping %s: %v\n", scenario, name, err)
+		}
+	}
+}
+
+// maxServerLog bounds each server log the bench keeps.
+const maxServerLog = 64 << 20
+
+// copyTail copies the last max bytes of src to dst.
+func copyTail(src, dst string, max int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err == nil && st.Size() > max {
+		if _, err := in.Seek(st.Size()-max, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
