@@ -398,6 +398,23 @@ func (r *SubnetReconciler) patchSubnet(ctx context.Context, s *kubeovnv1.Subnet,
 		body["metadata"] = meta
 	}
 	meta["resourceVersion"] = s.ResourceVersion
+	if st, ok := body["status"].(map[string]any); ok {
+		// kube-ovn's Subnet CRD requires the four counters in a status.
+		// A Subnet no controller has written a status for has none, and
+		// a patch of its conditions or DHCP options alone, made before
+		// the status loop's first pass, was refused until that pass.
+		// The cached copy's counters go with such a patch: under its
+		// resourceVersion they are the server's own, or zeros where
+		// there were none, which the status loop corrects.
+		for k, v := range map[string]float64{
+			"v4availableIPs": s.Status.V4AvailableIPs, "v4usingIPs": s.Status.V4UsingIPs,
+			"v6availableIPs": s.Status.V6AvailableIPs, "v6usingIPs": s.Status.V6UsingIPs,
+		} {
+			if _, named := st[k]; !named {
+				st[k] = v
+			}
+		}
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
