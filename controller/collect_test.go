@@ -267,3 +267,15 @@ func TestPassCollectorBursts(t *testing.T) {
 		t.Fatalf("target %d after the passes, want 100 back", now)
 	}
 }
+
+func TestCollectAfterLoad(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want bool
+	}{{0, false}, {BurstHeapFloor - 1, false}, {BurstHeapFloor, true}, {4 * BurstHeapFloor, true}} {
+		collected := false
+		if got := collectAfterLoad(c.live, BurstHeapFloor, func() { collected = true }); got != c.want || collected != c.want {
+			t.Errorf("live heap %d: collected %v (reported %v), want %v", c.live, collected, got, c.want)
+		}
+	}
+}

@@ -188,7 +188,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The caches' load is over: the collector's target is put back and
 	// the first pass's heap goal is set from what is live (collect.go).
 	c.endLoad()
-	_ = collectHeap(logger, "loading the caches")
+	collectAfterLoad(liveHeap(), BurstHeapFloor, func() { _ = collectHeap(logger, "loading the caches") })
 	c.synced.Store(true)
 	logger.Info("Caches synced; joining the shard membership")
 	return c.coord.Run(ctx)
