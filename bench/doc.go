@@ -49,7 +49,8 @@
 // replicas run with deploy/base's --memory-limit. With Profiles, pprof heap profiles of the replicas and
 // CPU profiles of the replicas and the API server over the create phases
 // of the raw and 3-replica scenarios and over the first restart go to
-// Out/pprof, and every replica's log to Out/logs, so that a missed
+// Out/pprof, and every replica's log to Out/logs with the API server's
+// and etcd's (<scenario>-kube-apiserver.log, <scenario>-etcd.log), so that a missed
 // goal comes with where the time and memory went. Scenarios selects a
 // subset (for the 50,000-pod run, say).
 //
@@ -61,11 +62,16 @@
 // also reports its longest stall: the longest time no pod became done
 // while created pods waited (a plateau of the timeline, from the pods'
 // own times), beside the raw ceiling's in the same run, so that a stall
-// of the API server is told from one of shardnet, and the watches the API
-// server closed during the create phase as too slow to read
-// (apiserver_terminated_watchers_total, by resource): the bench sees a
-// pod done through its own watch, so a closed watch of its shows as a
-// plateau however fast the replicas were. That watch is over protobuf on
+// of the API server is told from one of shardnet, with how fast the
+// bench's own creates returned during it against their rate over the
+// creates (creates that stalled too were the API server's), and the
+// watches the API server closed during the create phase as too slow to
+// read (apiserver_terminated_watchers_total, by resource): the bench sees
+// a pod done through its own watch, so a closed watch of its shows as a
+// plateau however fast the replicas were. The bench's pod watches, the
+// observer's and the raw writer's, outlive an early end by the API
+// server as the replicas' do (watch.Resume), so client-go's backoff after
+// one is not counted against either scenario. That watch is over protobuf on
 // a connection of its own, as a cluster's kubelets watch pods (the API
 // server encodes pod events as protobuf there whatever the replicas do). Where a pod's time goes
 // starts with the bench's own create requests and its watch's delay after
