@@ -52,8 +52,11 @@ var Resumes = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 // Resume wraps lw, the ListerWatcher of an informer of resource, so that
 // its watches outlive an early end by the API server (see above). What
-// lw says about the watch-list semantics of its client is kept.
+// lw says about the watch-list semantics of its client is kept. The
+// resource's series of Resumes starts at 0 here, so that rate() sees its
+// first resume.
 func Resume(lw cache.ListerWatcher, resource string) cache.ListerWatcher {
+	Resumes.WithLabelValues(resource)
 	return &resuming{
 		inner:       cache.ToListerWatcherWithContext(lw),
 		unsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw),

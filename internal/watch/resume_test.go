@@ -169,6 +169,14 @@ func TestResumeLeavesWhatCannotBeOpenedAgain(t *testing.T) {
 	}
 }
 
+func TestResumeStartsItsSeries(t *testing.T) {
+	before := testutil.CollectAndCount(Resumes)
+	Resume(script(), "series-test")
+	if got := testutil.CollectAndCount(Resumes); got != before+1 {
+		t.Fatalf("%d series after wrapping a new resource, want %d", got, before+1)
+	}
+}
+
 func TestResumeStop(t *testing.T) {
 	inner := apiwatch.NewFake()
 	w, err := Resume(script(inner), "pods").(*resuming).WatchWithContext(context.Background(), from10)
