@@ -98,7 +98,7 @@ type Scenario struct {
 	StallAtSeconds float64 `json:"stallAtSeconds"`
 	// StallCreatesPerSecond is how fast the bench's own create requests
 	// returned during the longest stall, and CreatesPerSecond over the
-	// creates (first sent to last returned); both are 0 when the stall
+	// creates (their start to the last returned); both are 0 when the stall
 	// did not lie within the creates. Creates that slowed with the pods'
 	// progress point to the API server, which answers every client.
 	StallCreatesPerSecond float64 `json:"stallCreatesPerSecond,omitempty"`

@@ -1203,26 +1203,20 @@ func (o *observer) longestStall() (time.Duration, time.Time) {
 }
 
 // createRates returns how fast the creates returned within [from, to)
-// and over all of them (from the first sent to the last returned), or
-// zeros when [from, to) is not within the creates.
+// and over all of them (from the start of the creates, o.t0, to the last
+// returned), or zeros when [from, to) is not within the creates.
 func (o *observer) createRates(from, to time.Time) (during, overall float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var first time.Time
-	for _, t := range o.created {
-		if first.IsZero() || t.Before(first) {
-			first = t
-		}
-	}
 	returned := make([]time.Time, 0, len(o.accepted))
 	for _, t := range o.accepted {
 		returned = append(returned, t)
 	}
-	return createRates(first, returned, from, to)
+	return createRates(o.t0, returned, from, to)
 }
 
-// createRates is observer.createRates over the time the first create was
-// sent and the times they returned.
+// createRates is observer.createRates over the start of the creates and
+// the times they returned.
 func createRates(first time.Time, returned []time.Time, from, to time.Time) (during, overall float64) {
 	if len(returned) == 0 || !to.After(from) || from.Before(first) {
 		return 0, 0
