@@ -138,6 +138,9 @@ func Markdown(r *Result) string {
 		b.WriteString(")")
 		if raw, ok := r.Scenario(RawHalfScenario); ok {
 			fmt.Fprintf(&b, "; the raw writer's p99 at the same rate: %.0f ms, shardnet's is **%.2fx** that", raw.P99, r.Ratios.HalfRateP99VsRaw)
+			if c0, c3 := coresBusy(raw), coresBusy(half); c0 > 0 && c3 > 0 {
+				fmt.Fprintf(&b, "; every process together kept %.2f cores busy over the raw writer's phase and %.2f over shardnet's", c0, c3)
+			}
 		}
 		b.WriteString("\n")
 	}
@@ -177,6 +180,10 @@ func Markdown(r *Result) string {
 		if three.RawReloadSeconds > 0 {
 			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once: **%.1f s**; the slowest restart took **%.2fx** that\n",
 				three.Replicas, three.RawReloadSeconds, r.Ratios.RestartVsRawReload)
+		}
+		if three.MetadataReloadSeconds > 0 && three.RawReloadSeconds > 0 {
+			fmt.Fprintf(&b, "- the same clients loading the claims and IP records as their metadata only (the floor of metadata-only watches of both): **%.1f s**, %.2fx the ceiling\n",
+				three.MetadataReloadSeconds, three.MetadataReloadSeconds/three.RawReloadSeconds)
 		}
 	}
 	if ran("shardnet-3", "raw") && r.Ratios.ShardnetVsRaw < CeilingGoal {
@@ -510,6 +517,18 @@ func cpuLine(ms map[string]float64) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// coresBusy is how many cores every process together kept busy over the
+// scenario's create phase: its CPU per pod times its pods per second; 0
+// when the CPU was not measured. Near the machine's cores, a pod's
+// latency includes waiting for one.
+func coresBusy(sc Scenario) float64 {
+	t := 0.0
+	for _, v := range sc.CPUMsPerPod {
+		t += v
+	}
+	return t * sc.PodsPerSecond / 1000
 }
 
 // cpuShareLine compares the CPU per pod of the raw and 3-replica create

@@ -119,6 +119,10 @@ type Scenario struct {
 	// RawReloadSeconds is the restarts' ceiling: as many plain clients as
 	// replicas loading caches of the pods, claims and IP records at once.
 	RawReloadSeconds float64 `json:"rawReloadSeconds,omitempty"`
+	// MetadataReloadSeconds is the same load with the claims and IP
+	// records as their object metadata only: the floor a restart would
+	// have if replicas watched them that way.
+	MetadataReloadSeconds float64 `json:"metadataReloadSeconds,omitempty"`
 }
 
 // Restart is the way back to steady state after every replica restarted.

@@ -79,8 +79,8 @@ func TestLatencyAndRestartBoundsChecked(t *testing.T) {
 			ClosedWatches: map[string]int{"pods": 1, "addressclaims": 2},
 			Restarts:      []Restart{{Seconds: 3, PeakRSSMiB: []float64{90}}}, RawReloadSeconds: 1},
 		{Name: "baseline", PodsPerSecond: 120},
-		{Name: RawHalfScenario, CreateRate: 95, P99: 100},
-		{Name: HalfRateScenario, CreateRate: 95, P99: 250},
+		{Name: RawHalfScenario, CreateRate: 95, P99: 100, PodsPerSecond: 100, CPUMsPerPod: map[string]float64{"kube-apiserver": 12, "etcd": 3}},
+		{Name: HalfRateScenario, CreateRate: 95, P99: 250, PodsPerSecond: 100, CPUMsPerPod: map[string]float64{"kube-apiserver": 13, "etcd": 3, "replicas": 3}},
 		{Name: RawNearScenario, CreateRate: 171, P99: 200},
 		{Name: NearRateScenario, CreateRate: 171, P99: 700},
 	}}
@@ -93,7 +93,7 @@ func TestLatencyAndRestartBoundsChecked(t *testing.T) {
 	}
 	md := Markdown(r)
 	for _, want := range []string{
-		"the raw writer's p99 at the same rate: 100 ms, shardnet's is **2.50x** that",
+		"the raw writer's p99 at the same rate: 100 ms, shardnet's is **2.50x** that; every process together kept 1.50 cores busy over the raw writer's phase and 1.90 over shardnet's\n",
 		"at 90% of the 3-replica rate (171 pods/s): **700 ms** (reported, no goal); the raw writer's p99 at the same rate: 200 ms, shardnet's is **3.50x** that",
 		"longest stall of shardnet (3 replicas): **1.25 s**, 2.00 s after the first create (goal <= 1 s); the bench's own creates returned at 12/s during it, against 240/s over the creates; the API server closed 3 watches (addressclaims 2, pods 1) meanwhile as too slow to read (their events, the bench's own included, arrived late and at once); the raw ceiling's in the same run: 0.50 s",
 	} {
@@ -185,7 +185,7 @@ func TestRestartAndMemoryReport(t *testing.T) {
 			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}, LiveHeapMiB: []float64{230, 270, 250}, FileRSSMiB: []float64{52, 51, 53}},
 			{Seconds: 45, ReadySeconds: 44, PeakRSSMiB: []float64{500, 520, 530}},
 		},
-		RawReloadSeconds: 25,
+		RawReloadSeconds: 25, MetadataReloadSeconds: 20,
 	}}}
 	r.computeRatios()
 	if r.Ratios.RestartSeconds != 45 || r.Ratios.RestartVsRawReload != 1.8 {
@@ -199,6 +199,7 @@ func TestRestartAndMemoryReport(t *testing.T) {
 		"**560 MiB** routing them, 610 / 530 MiB after a restart (goal <= 400 MiB at 50,000 pods, missed by 210 MiB)",
 		"restart 2 of every replica to steady state (50000 pods): **45.0 s** (goal <= 20 s at 50,000 pods, missed by 25.0 s)",
 		"at once: **25.0 s**; the slowest restart took **1.80x** that",
+		"as their metadata only (the floor of metadata-only watches of both): **20.0 s**, 0.80x the ceiling\n",
 		"`go_gc_heap_live_bytes`; --memory-limit is sized from it): **262 MiB** once the pods were routed, 270 MiB after restart 1\n",
 		"pages the kernel can drop and read again): 58 MiB routing, 53 MiB after restart 1\n",
 	} {

@@ -24,10 +24,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -304,6 +307,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if sc.RawReloadSeconds > 0 {
 			fmt.Fprintf(cfg.Progress, "bench: %s: ceiling of a restart, %d plain clients loading pods, claims and IP records: %.1fs\n",
 				sp.name, sp.replicas, sc.RawReloadSeconds)
+		}
+		if sc.MetadataReloadSeconds > 0 {
+			fmt.Fprintf(cfg.Progress, "bench: %s: the same with claims and IP records as metadata only: %.1fs\n",
+				sp.name, sc.MetadataReloadSeconds)
 		}
 		for _, r := range sc.Restarts {
 			fmt.Fprintf(cfg.Progress, "bench: %s: restart of every replica: steady in %.1fs (ready %.1fs, %d pods reconciled, %.0f API writes, %.0f NB txns, peak RSS %s MiB)\n",
@@ -596,11 +603,18 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			sc.Restarts = append(sc.Restarts, *r)
 			procs = next
 		}
-		secs, err := rawReload(ctx, kube, sp.replicas, cfg.Timeout)
+		secs, err := rawReload(ctx, kube, sp.replicas, cfg.Timeout, false)
 		if err != nil {
 			return sc, fmt.Errorf("raw reload: %w", err)
 		}
 		sc.RawReloadSeconds = secs
+		// The same load with the claims and IP records as metadata only:
+		// the floor of the step decision 0009 names for the restart
+		// (metadata-only watches of both), measured before it is taken.
+		if secs, err = rawReload(ctx, kube, sp.replicas, cfg.Timeout, true); err != nil {
+			return sc, fmt.Errorf("raw reload, metadata only: %w", err)
+		}
+		sc.MetadataReloadSeconds = secs
 	}
 	return sc, nil
 }
@@ -674,7 +688,12 @@ func newScenarioObserver(n int, sp spec) *observer {
 // each on its own connection, uncompressed like the replicas) load caches
 // of the pods, claims and IP records, with no transform and no logic. It
 // returns the seconds until the last of them has synced.
-func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration) (float64, error) {
+//
+// With metadataOnly the claims and IP records are loaded as their object
+// metadata alone (PartialObjectMetadata over protobuf, which the API
+// server serves for custom resources too): what a restart would cost if
+// replicas watched them that way.
+func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration, metadataOnly bool) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -690,21 +709,38 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 				errs <- err
 				return
 			}
-			sn, err := versioned.NewForConfig(rc)
-			if err != nil {
-				errs <- err
-				return
-			}
 			kf := informers.NewSharedInformerFactory(kc, 0)
-			sf := externalversions.NewSharedInformerFactory(sn, 0)
-			synced := []cache.InformerSynced{
-				kf.Core().V1().Pods().Informer().HasSynced,
-				sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced,
-				sf.Kubeovn().V1().IPs().Informer().HasSynced,
-			}
+			synced := []cache.InformerSynced{kf.Core().V1().Pods().Informer().HasSynced}
 			kf.Start(ctx.Done())
-			sf.Start(ctx.Done())
-			defer func() { kf.Shutdown(); sf.Shutdown() }()
+			defer kf.Shutdown()
+			if metadataOnly {
+				mc, err := metadata.NewForConfig(controller.Protobuf(rc))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mf := metadatainformer.NewSharedInformerFactory(mc, 0)
+				for _, gvr := range []schema.GroupVersionResource{
+					v1alpha1.SchemeGroupVersion.WithResource("addressclaims"),
+					kubeovnv1.SchemeGroupVersion.WithResource("ips"),
+				} {
+					synced = append(synced, mf.ForResource(gvr).Informer().HasSynced)
+				}
+				mf.Start(ctx.Done())
+				defer mf.Shutdown()
+			} else {
+				sn, err := versioned.NewForConfig(rc)
+				if err != nil {
+					errs <- err
+					return
+				}
+				sf := externalversions.NewSharedInformerFactory(sn, 0)
+				synced = append(synced,
+					sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced,
+					sf.Kubeovn().V1().IPs().Informer().HasSynced)
+				sf.Start(ctx.Done())
+				defer sf.Shutdown()
+			}
 			// Polled as often as a restart's end is (WaitForCacheSync
 			// polls every 100 ms).
 			for _, s := range synced {
