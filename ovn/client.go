@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -59,10 +60,14 @@ type Config struct {
 	InactivityProbe time.Duration
 	// Logger receives libovsdb's connection logs. The zero value discards.
 	Logger logr.Logger
-	// OnConnected, when set, is called once NewClient has connected and
-	// before it loads the database: a caller starts its other loads then,
-	// so that they overlap the Northbound's, and starts none of them when
-	// the Northbound cannot be reached.
+	// OnConnected, when set, is called once, as soon as an endpoint
+	// accepts a connection or NewClient has connected, whichever comes
+	// first, and before NewClient loads the database: a caller starts its
+	// other loads then, so that they overlap the Northbound's, and starts
+	// none of them when the Northbound cannot be reached. An endpoint that
+	// accepts is enough: ovsdb-server answers a new client only once it
+	// has sent the monitor replies it is writing, about a second at 50,000
+	// ports when replicas start together.
 	OnConnected func()
 }
 
@@ -202,13 +207,18 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
+	connected := func() {}
+	if cfg.OnConnected != nil {
+		connected = sync.OnceFunc(cfg.OnConnected)
+		if reachable(cctx, cfg.Endpoints) {
+			connected()
+		}
+	}
 	if err := nb.Connect(cctx); err != nil {
 		nb.Close()
 		return nil, fmt.Errorf("ovn: connecting to %v: %w", cfg.Endpoints, err)
 	}
-	if cfg.OnConnected != nil {
-		cfg.OnConnected()
-	}
+	connected()
 	if _, err := nb.Monitor(ctx, monitorRequest(nb)); err != nil {
 		nb.Close()
 		return nil, fmt.Errorf("ovn: starting NB monitor: %w", err)
@@ -219,6 +229,31 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		go c.probe(cfg.InactivityProbe)
 	}
 	return c, nil
+}
+
+// reachable reports whether one of the endpoints ("tcp:host:port",
+// "ssl:host:port", "unix:path") accepts a connection, which it closes at
+// once.
+func reachable(ctx context.Context, endpoints []string) bool {
+	var d net.Dialer
+	for _, ep := range endpoints {
+		scheme, addr, ok := strings.Cut(ep, ":")
+		network := "tcp"
+		switch {
+		case !ok:
+			continue
+		case scheme == "unix":
+			network = "unix"
+		case scheme != "tcp" && scheme != "ssl":
+			continue
+		}
+		conn, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			conn.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // probe sends an echo every interval while connected and drops a connection

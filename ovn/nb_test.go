@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -926,6 +927,49 @@ func TestOnConnectedRunsBeforeTheLoadAndOnlyOnceConnected(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Errorf("OnConnected called %d times with no server listening, want 0", calls)
+	}
+}
+
+// TestOnConnectedRunsOnceTheServerAccepts: a server that accepts the
+// connection but has not answered yet (ovsdb-server writing another
+// client's monitor reply) already lets the caller start its loads; the
+// hook still runs once.
+func TestOnConnectedRunsOnceTheServerAccepts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		// Accept and keep every connection open, saying nothing.
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	calls := 0
+	_, err = NewClient(context.Background(), Config{Endpoints: []string{"tcp:" + l.Addr().String()}, ConnectTimeout: 500 * time.Millisecond,
+		OnConnected: func() { calls++ }})
+	if err == nil {
+		t.Fatal("NewClient succeeded against a server that never answers")
+	}
+	if calls != 1 {
+		t.Errorf("OnConnected called %d times on a server that accepted and never answered, want 1", calls)
+	}
+	if !reachable(context.Background(), []string{"unix:/nonexistent/ovnnb.sock", "ssl:" + l.Addr().String()}) {
+		t.Error("an ssl endpoint that accepts after an unreachable unix one: not reachable")
+	}
+	if reachable(context.Background(), []string{"bogus", "punix:/x", "unix:/nonexistent/ovnnb.sock"}) {
+		t.Error("no endpoint that accepts: reachable")
 	}
 }
 
