@@ -60,15 +60,21 @@ type Config struct {
 	InactivityProbe time.Duration
 	// Logger receives libovsdb's connection logs. The zero value discards.
 	Logger logr.Logger
-	// OnConnected, when set, is called once, as soon as an endpoint
-	// accepts a connection or NewClient has connected, whichever comes
-	// first, and before NewClient loads the database: a caller starts its
-	// other loads then, so that they overlap the Northbound's, and starts
-	// none of them when the Northbound cannot be reached. An endpoint that
-	// accepts is enough: ovsdb-server answers a new client only once it
-	// has sent the monitor replies it is writing, about a second at 50,000
-	// ports when replicas start together.
+	// OnConnected, when set, is called once NewClient has connected and
+	// before it loads the database: a caller starts its other loads then,
+	// so that they overlap the Northbound's, and starts none of them when
+	// the Northbound cannot be reached.
 	OnConnected func()
+	// StartOnAccept calls OnConnected as soon as an endpoint accepts a
+	// connection, if that comes first: ovsdb-server answers a new client
+	// only once it has written the monitor replies it is sending, about a
+	// second at 50,000 ports when replicas start together. OnConnected
+	// may then run on another goroutine than NewClient's (never after
+	// NewClient returns), and also when NewClient then fails, against an
+	// endpoint that accepts and never answers: the caller stops what it
+	// started, and should not ask for this again until a connect has
+	// succeeded.
+	StartOnAccept bool
 }
 
 func (cfg *Config) setDefaults() {
@@ -207,14 +213,26 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
+	// The probe runs beside the connect, so that an endpoint that takes
+	// the whole timeout to refuse costs the connect nothing, and has ended
+	// before NewClient returns, so that the hook never runs after it.
 	connected := func() {}
+	var probe sync.WaitGroup
+	pctx, stopProbe := context.WithCancel(cctx)
 	if cfg.OnConnected != nil {
 		connected = sync.OnceFunc(cfg.OnConnected)
-		if reachable(cctx, cfg.Endpoints) {
-			connected()
-		}
 	}
-	if err := nb.Connect(cctx); err != nil {
+	if cfg.OnConnected != nil && cfg.StartOnAccept {
+		probe.Go(func() {
+			if reachable(pctx, cfg.Endpoints) {
+				connected()
+			}
+		})
+	}
+	err = nb.Connect(cctx)
+	stopProbe()
+	probe.Wait()
+	if err != nil {
 		nb.Close()
 		return nil, fmt.Errorf("ovn: connecting to %v: %w", cfg.Endpoints, err)
 	}

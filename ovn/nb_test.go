@@ -930,10 +930,11 @@ func TestOnConnectedRunsBeforeTheLoadAndOnlyOnceConnected(t *testing.T) {
 	}
 }
 
-// TestOnConnectedRunsOnceTheServerAccepts: a server that accepts the
-// connection but has not answered yet (ovsdb-server writing another
-// client's monitor reply) already lets the caller start its loads; the
-// hook still runs once.
+// TestOnConnectedRunsOnceTheServerAccepts: with StartOnAccept, a server
+// that accepts the connection but has not answered yet (ovsdb-server
+// writing another client's monitor reply) already lets the caller start
+// its loads; the hook still runs once. Without it, the hook waits for the
+// answer.
 func TestOnConnectedRunsOnceTheServerAccepts(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -958,12 +959,21 @@ func TestOnConnectedRunsOnceTheServerAccepts(t *testing.T) {
 	}()
 	calls := 0
 	_, err = NewClient(context.Background(), Config{Endpoints: []string{"tcp:" + l.Addr().String()}, ConnectTimeout: 500 * time.Millisecond,
-		OnConnected: func() { calls++ }})
+		OnConnected: func() { calls++ }, StartOnAccept: true})
 	if err == nil {
 		t.Fatal("NewClient succeeded against a server that never answers")
 	}
 	if calls != 1 {
 		t.Errorf("OnConnected called %d times on a server that accepted and never answered, want 1", calls)
+	}
+	// Without StartOnAccept the hook waits for the server's answer.
+	calls = 0
+	if _, err = NewClient(context.Background(), Config{Endpoints: []string{"tcp:" + l.Addr().String()}, ConnectTimeout: 300 * time.Millisecond,
+		OnConnected: func() { calls++ }}); err == nil {
+		t.Fatal("NewClient succeeded against a server that never answers")
+	}
+	if calls != 0 {
+		t.Errorf("OnConnected called %d times without StartOnAccept on a server that never answered, want 0", calls)
 	}
 	if !reachable(context.Background(), []string{"unix:/nonexistent/ovnnb.sock", "ssl:" + l.Addr().String()}) {
 		t.Error("an ssl endpoint that accepts after an unreachable unix one: not reachable")

@@ -73,9 +73,38 @@ type incarnation struct {
 	fencedTerm atomic.Uint64
 }
 
+// nbStartMemory remembers, across a replica's incarnations, that one
+// started its caches when a Northbound endpoint accepted and then failed
+// to connect (an endpoint that accepts and never answers): the next ones
+// start theirs only once the Northbound answers, until one connects, so
+// that such an endpoint does not cost the API server a cache load at
+// every retry. A nil memory always starts on accept.
+type nbStartMemory struct{ wait atomic.Bool }
+
+// startOnAccept reports whether the next connect starts the caches on
+// accept (ovn.Config.StartOnAccept).
+func (m *nbStartMemory) startOnAccept() bool { return m == nil || !m.wait.Load() }
+
+// failed records a failed connect; started says whether the caches had
+// started.
+func (m *nbStartMemory) failed(started bool) {
+	if m != nil && started {
+		m.wait.Store(true)
+	}
+}
+
+// connected records a connect that succeeded.
+func (m *nbStartMemory) connected() {
+	if m != nil {
+		m.wait.Store(false)
+	}
+}
+
 // newIncarnation builds a run of the replica from validated options. rc,
 // when not nil, replaces --kubeconfig; reg receives every metric.
-func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer) (*incarnation, error) {
+// nbStart, when not nil, is the replica's memory across incarnations of
+// how the last one's Northbound connect went (see below).
+func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prometheus.Registerer, nbStart *nbStartMemory) (*incarnation, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -183,10 +212,15 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	// cannot reach it (retried every retry period) does not load them each
 	// time. Accepting is enough: at 50,000 ports, ovsdb-server answered
 	// the second and third replicas of a restart about a second after
-	// they connected, once it had sent the first one's monitor reply.
+	// they connected, once it had sent the first one's monitor reply. An
+	// endpoint that accepted and never answered makes the next
+	// incarnations wait for the answer, until one connects.
 	connecting := time.Now()
+	started := false
+	nbCfg.StartOnAccept = nbStart.startOnAccept()
 	nbCfg.OnConnected = func() {
-		klog.FromContext(ctx).Info("Northbound connected; loading the caches", "connect", time.Since(connecting))
+		started = true
+		klog.FromContext(ctx).Info("Northbound connected; loading the caches", "connect", time.Since(connecting), "onAccept", nbCfg.StartOnAccept)
 		r.ctrl.StartInformers(ctx)
 	}
 	ok := false
@@ -200,8 +234,10 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 		}
 	}()
 	if r.nb, err = ovn.NewClient(ctx, nbCfg); err != nil {
+		nbStart.failed(started)
 		return nil, fmt.Errorf("%w: %w", errNBConnect, err)
 	}
+	nbStart.connected()
 	c := r.caches
 	if r.pods, err = reconcile.NewPods(reconcile.PodConfig{
 		Writes: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, NB: r.nb,

@@ -46,6 +46,9 @@ type Replica struct {
 	restarts prometheus.Counter
 	// restartCount is restarts, for Restarts.
 	restartCount atomic.Int64
+	// nbStart is how the last incarnation's Northbound connect went
+	// (nbStartMemory).
+	nbStart nbStartMemory
 }
 
 // NewReplica builds a replica from validated options. rc, when not nil,
@@ -121,7 +124,7 @@ func (r *Replica) buildCurrent(ctx context.Context) error {
 // again.
 func (r *Replica) build(ctx context.Context) (*incarnation, *scopedRegisterer, error) {
 	scope := &scopedRegisterer{reg: r.reg}
-	inc, err := newIncarnation(ctx, r.opts, r.rc, scope)
+	inc, err := newIncarnation(ctx, r.opts, r.rc, scope, &r.nbStart)
 	if err != nil {
 		scope.unregisterAll()
 		return nil, nil, err

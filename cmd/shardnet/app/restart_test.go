@@ -50,3 +50,32 @@ func TestRetryNBConnect(t *testing.T) {
 		t.Errorf("ended context: %v after %d attempts; want the connection error and the cancellation", err, calls)
 	}
 }
+
+// TestNBStartMemory: after a connect that started the caches on accept and
+// failed, the next incarnations wait for the Northbound's answer until one
+// connects; a failure that started nothing changes nothing.
+func TestNBStartMemory(t *testing.T) {
+	var m nbStartMemory
+	steps := []struct {
+		do   func()
+		want bool
+	}{
+		{func() {}, true},
+		{func() { m.failed(false) }, true},
+		{func() { m.failed(true) }, false},
+		{func() { m.failed(false) }, false},
+		{func() { m.connected() }, true},
+	}
+	for i, s := range steps {
+		s.do()
+		if got := m.startOnAccept(); got != s.want {
+			t.Fatalf("step %d: startOnAccept() = %v, want %v", i, got, s.want)
+		}
+	}
+	var none *nbStartMemory
+	none.failed(true)
+	none.connected()
+	if !none.startOnAccept() {
+		t.Error("a nil memory: startOnAccept() = false, want true")
+	}
+}
