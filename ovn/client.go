@@ -249,20 +249,28 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// reachable reports whether one of the endpoints ("tcp:host:port",
-// "ssl:host:port", "unix:path") accepts a connection, which it closes at
-// once.
+// reachable reports whether one of the endpoints (validated: see
+// Config.validate) accepts a connection, which it closes at once. An ssl
+// endpoint is dialled as TCP: accepting is what is asked, not the
+// handshake.
 func reachable(ctx context.Context, endpoints []string) bool {
 	var d net.Dialer
 	for _, ep := range endpoints {
-		scheme, addr, ok := strings.Cut(ep, ":")
-		network := "tcp"
-		switch {
-		case !ok:
+		u, err := url.Parse(ep)
+		if err != nil {
 			continue
-		case scheme == "unix":
+		}
+		// As libovsdb dials them: the host and port of tcp and ssl are
+		// the URL's opaque part; a unix path is either.
+		network, addr := "tcp", u.Opaque
+		switch u.Scheme {
+		case client.TCP, client.SSL:
+		case client.UNIX:
 			network = "unix"
-		case scheme != "tcp" && scheme != "ssl":
+			if addr == "" {
+				addr = u.Path
+			}
+		default:
 			continue
 		}
 		conn, err := d.DialContext(ctx, network, addr)
