@@ -524,11 +524,16 @@ func cpuLine(ms map[string]float64) string {
 // when the CPU was not measured. Near the machine's cores, a pod's
 // latency includes waiting for one.
 func coresBusy(sc Scenario) float64 {
+	return busyMsPerPod(sc.CPUMsPerPod) * sc.PodsPerSecond / 1000
+}
+
+// busyMsPerPod is the CPU milliseconds per pod of every process together.
+func busyMsPerPod(ms map[string]float64) float64 {
 	t := 0.0
-	for _, v := range sc.CPUMsPerPod {
+	for _, v := range ms {
 		t += v
 	}
-	return t * sc.PodsPerSecond / 1000
+	return t
 }
 
 // cpuShareLine compares the CPU per pod of the raw and 3-replica create
@@ -544,18 +549,11 @@ func cpuShareLine(raw, three Scenario) string {
 	if !ok0 || !ok3 || !okr || api0 <= 0 {
 		return ""
 	}
-	busy := func(ms map[string]float64) float64 {
-		t := 0.0
-		for _, v := range ms {
-			t += v
-		}
-		return t
-	}
-	busy0, busy3 := busy(raw.CPUMsPerPod), busy(three.CPUMsPerPod)
+	busy0, busy3 := busyMsPerPod(raw.CPUMsPerPod), busyMsPerPod(three.CPUMsPerPod)
 	if busy0 <= 0 || busy3 <= 0 {
 		return ""
 	}
 	return fmt.Sprintf("- CPU per pod over the create phase (no threshold): the API server used %.1f ms with the raw writer and %.1f ms with 3 replicas (%.2fx); the replicas together %.1f ms, %.0f%% of the busy CPU of that phase. Every process together: %.1f ms per pod raw (%.2f cores busy at its rate), %.1f ms with 3 replicas (%.2f cores): where the cores are the limit, shardnet/raw is about %.2f\n",
 		api0, api3, api3/api0, reps, 100*reps/busy3,
-		busy0, busy0*raw.PodsPerSecond/1000, busy3, busy3*three.PodsPerSecond/1000, busy0/busy3)
+		busy0, coresBusy(raw), busy3, coresBusy(three), busy0/busy3)
 }
