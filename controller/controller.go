@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -86,11 +87,15 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
+	meta, err := metadata.NewForConfig(Protobuf(rc))
+	if err != nil {
+		return nil, fmt.Errorf("building the metadata client: %w", err)
+	}
 	c := &Controller{cfg: cfg, runs: map[int]*shardRun{}}
 	logger := klog.Background().WithValues("identity", cfg.Identity)
 	c.passes.collect = func(why string) { _ = collectHeap(logger, why) }
 	c.passes.target, c.passes.percent = processBursts, cfg.BurstGCPercent
-	if c.informers, err = newInformers(kube, crds, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
+	if c.informers, err = newInformers(kube, crds, meta, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
 	c.informers.keyOf = cfg.PodKey

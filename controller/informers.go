@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -68,7 +69,7 @@ type Informers struct {
 	keyOf func(metav1.Object) string
 }
 
-func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
+func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta metadata.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
 	inf := &Informers{shards: shards}
 	inf.NADs = netattach.New(disc, dyn, resync, logger.WithName("nads"))
 	inf.VMs = kubevirt.New(disc, dyn, resync, logger.WithName("kubevirt"))
@@ -91,11 +92,10 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ips.List(ctx, o) },
 			ips.Watch)
 	})
+	// Claims are listed and watched as their metadata, which carries
+	// their spec (claimcache.ListWatch).
 	inf.CRDs.InformerFor(&v1alpha1.AddressClaim{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
-		claims := c.ShardnetV1alpha1().AddressClaims()
-		return watch.Informer(c, "addressclaims", &v1alpha1.AddressClaim{}, resync, cache.Indexers{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return claims.List(ctx, o) },
-			claims.Watch)
+		return claimInformer(c, meta, resync)
 	})
 	pods := inf.Kube.Core().V1().Pods()
 	inf.Pods = pods.Informer()
@@ -109,6 +109,16 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, disc disc
 		return nil, fmt.Errorf("adding the shard index: %w", err)
 	}
 	return inf, nil
+}
+
+// claimInformer is the claim informer of a replica: claims listed and
+// watched as their metadata (claimcache.ListWatch), its watches kept
+// through an early end, and no namespace index.
+func claimInformer(c versioned.Interface, meta metadata.Interface, resync time.Duration) cache.SharedIndexInformer {
+	lw := claimcache.NewListWatch(meta, c.ShardnetV1alpha1().AddressClaims())
+	i := cache.NewSharedIndexInformer(watch.Resume(lw, "addressclaims"), &v1alpha1.AddressClaim{}, resync, cache.Indexers{})
+	lw.SetStore(i.GetStore())
+	return i
 }
 
 // PodKeys returns the queue keys of the cached pods of one shard, each

@@ -182,6 +182,12 @@ func (c *Claims) newClaim(s *Subnet, a netip.Addr, req Request, mac MAC) *v1alph
 	if !mac.IsZero() {
 		claim.Spec.MAC = mac.String()
 	}
+	// The spec goes into the metadata too, so that replicas can watch
+	// claims as their metadata only (v1alpha1.EncodeSpec).
+	if v, ok := v1alpha1.EncodeSpec(&claim.Spec); ok {
+		claim.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
+		claim.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
+	}
 	return claim
 }
 

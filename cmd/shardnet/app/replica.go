@@ -12,8 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -28,6 +30,7 @@ import (
 	crdscheme "github.com/shardnet/shardnet/api/client/clientset/versioned/scheme"
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/controller"
+	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/metrics"
 	"github.com/shardnet/shardnet/ovn"
@@ -533,6 +536,7 @@ func (r *incarnation) statusLoop(ctx context.Context) {
 			r.reportAdoption(ctx, r.caches.Registry.LastAdopt())
 			if r.ctrl.IsLeader() {
 				_ = r.subnets.RefreshStatus(ctx, usage)
+				r.markOldClaims(ctx)
 			}
 			r.met.SetUsage(usage)
 			if n := r.caches.Registry.Repaired(); n > repaired {
@@ -544,6 +548,29 @@ func (r *incarnation) statusLoop(ctx context.Context) {
 				freed = n
 			}
 		}
+	}
+}
+
+// markPerPass bounds the claims of an older version one status pass of
+// the leader marks (markOldClaims): at the default client rate, a few
+// seconds of writes.
+const markPerPass = 100
+
+// markOldClaims writes the spec of claims of an older version into their
+// metadata (claimcache.MarkOld), a bounded batch per status pass, so
+// that replicas stop reading them in full. It logs each pass that marks
+// or fails.
+func (r *incarnation) markOldClaims(ctx context.Context) {
+	claims := r.sn.ShardnetV1alpha1().AddressClaims()
+	marked, left, err := claimcache.MarkOld(ctx, r.caches.Claims, func(ctx context.Context, name string, patch []byte) error {
+		_, err := claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}, markPerPass)
+	logger := klog.FromContext(ctx)
+	if err != nil {
+		logger.Error(err, "Marking claims of an older version", "marked", marked, "left", left)
+	} else if marked > 0 {
+		logger.Info("Marked claims of an older version: their spec is in their metadata now", "marked", marked, "left", left)
 	}
 }
 
