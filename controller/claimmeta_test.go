@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/internal/claimcache"
+	"github.com/shardnet/shardnet/internal/metawatch"
 )
 
 // TestClaimInformerReadsClaimsAsMetadata: on a real API server, the claim
@@ -77,7 +78,7 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed, got := testutil.ToFloat64(claimcache.FullReads.WithLabelValues("list")), testutil.ToFloat64(claimcache.FullReads.WithLabelValues("get"))
+	listed, got := testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "list")), testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "get"))
 	inf := claimInformer(fast, meta, 0)
 	inf.SetTransform(trimCRD)
 	type event struct {
@@ -106,10 +107,10 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("the claim informer did not sync")
 	}
-	if d := testutil.ToFloat64(claimcache.FullReads.WithLabelValues("list")) - listed; d != 1 {
+	if d := testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "list")) - listed; d != 1 {
 		t.Errorf("claims read in full by the list: %v, want 1 (the unlabelled one)", d)
 	}
-	if d := testutil.ToFloat64(claimcache.FullReads.WithLabelValues("get")) - got; d != 1 {
+	if d := testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "get")) - got; d != 1 {
 		t.Errorf("claims read in full by a get: %v, want 1 (the edited one)", d)
 	}
 	lister := claimcache.NewLister(inf.GetIndexer())
@@ -170,7 +171,7 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 		t.Errorf("event %+v, want the add of %+v (read in full)", e, claim(5, false).Spec)
 	}
 	check(claim(5, false).Name, true)
-	if d := testutil.ToFloat64(claimcache.FullReads.WithLabelValues("get")) - got; d != 2 {
+	if d := testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "get")) - got; d != 2 {
 		t.Errorf("claims read in full by a get: %v, want 2", d)
 	}
 

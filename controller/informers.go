@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -86,14 +84,11 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta meta
 	inf.Kube.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return watch.PodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
 	})
+	// IP records and claims are listed and watched as their metadata,
+	// which carries their spec where shardnet wrote it (metawatch).
 	inf.CRDs.InformerFor(&kubeovnv1.IP{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
-		ips := c.KubeovnV1().IPs()
-		return watch.Informer(c, "ips", &kubeovnv1.IP{}, resync, cache.Indexers{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ips.List(ctx, o) },
-			ips.Watch)
+		return ipInformer(c, meta, resync)
 	})
-	// Claims are listed and watched as their metadata, which carries
-	// their spec (claimcache.ListWatch).
 	inf.CRDs.InformerFor(&v1alpha1.AddressClaim{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return claimInformer(c, meta, resync)
 	})
@@ -117,6 +112,16 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta meta
 func claimInformer(c versioned.Interface, meta metadata.Interface, resync time.Duration) cache.SharedIndexInformer {
 	lw := claimcache.NewListWatch(meta, c.ShardnetV1alpha1().AddressClaims())
 	i := cache.NewSharedIndexInformer(watch.Resume(lw, "addressclaims"), &v1alpha1.AddressClaim{}, resync, cache.Indexers{})
+	lw.SetStore(i.GetStore())
+	return i
+}
+
+// ipInformer is the IP record informer of a replica: records listed and
+// watched as their metadata (ipcache.NewListWatch), its watches kept
+// through an early end, and no namespace index.
+func ipInformer(c versioned.Interface, meta metadata.Interface, resync time.Duration) cache.SharedIndexInformer {
+	lw := ipcache.NewListWatch(meta, c.KubeovnV1().IPs())
+	i := cache.NewSharedIndexInformer(watch.Resume(lw, "ips"), &kubeovnv1.IP{}, resync, cache.Indexers{})
 	lw.SetStore(i.GetStore())
 	return i
 }
@@ -242,15 +247,29 @@ func trimCRD(obj any) (any, error) {
 			sp.PodName = o.Name[:n]
 		}
 		return ipcache.New(o), nil
+	case *ipcache.IP:
+		// Built by the IP informer's list from the record's metadata
+		// (ipcache.NewListWatch): shared as a decoded record's fields are.
+		return trimCRD(o.IP())
 	case *v1alpha1.AddressClaim:
 		o.ManagedFields = nil
-		o.Labels = labelSets.share(o.Labels, internEvery)
-		sp := &o.Spec
-		sp.Subnet, sp.Provider, sp.NodeName = podKeys.intern(sp.Subnet), podKeys.intern(sp.Provider), podKeys.intern(sp.NodeName)
-		sp.Owner.Kind, sp.Owner.Namespace = podKeys.intern(sp.Owner.Kind), podKeys.intern(sp.Owner.Namespace)
+		shareClaim(&o.Labels, &o.Spec)
 		return claimcache.New(o), nil
+	case *claimcache.Claim:
+		// Built by the claim informer's list from the claim's metadata
+		// (claimcache.ListWatch): shared as a decoded claim's fields are.
+		shareClaim(&o.Labels, &o.Spec)
+		return o, nil
 	}
 	return dropManagedFields(obj)
+}
+
+// shareClaim shares a claim's label map and the spec values most claims
+// have in common.
+func shareClaim(labels *map[string]string, sp *v1alpha1.AddressClaimSpec) {
+	*labels = labelSets.share(*labels, internEvery)
+	sp.Subnet, sp.Provider, sp.NodeName = podKeys.intern(sp.Subnet), podKeys.intern(sp.Provider), podKeys.intern(sp.NodeName)
+	sp.Owner.Kind, sp.Owner.Namespace = podKeys.intern(sp.Owner.Kind), podKeys.intern(sp.Owner.Namespace)
 }
 
 func dropManagedFields(obj any) (any, error) {

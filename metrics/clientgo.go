@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 
-	"github.com/shardnet/shardnet/internal/claimcache"
+	"github.com/shardnet/shardnet/internal/metawatch"
 	"github.com/shardnet/shardnet/internal/watch"
 )
 
@@ -40,7 +40,7 @@ func (resultAdapter) Increment(_ context.Context, code, method, host string) {
 // RegisterClientGo routes client-go's REST client metrics and its leader
 // election metrics (leaderelection.go), both process-wide, to reg, with
 // the count of watches the informers kept through an early end
-// (watch.Resumes) and the claims read in full (claimcache.FullReads).
+// (watch.Resumes) and the claims read in full (metawatch.FullReads).
 // client-go
 // accepts one registration per process; later calls only register the
 // collectors with reg.
@@ -48,7 +48,7 @@ func RegisterClientGo(reg prometheus.Registerer) error {
 	registerOnce.Do(func() {
 		clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: latencyAdapter{}, RequestResult: resultAdapter{}})
 	})
-	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath, watch.Resumes, claimcache.FullReads} {
+	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath, watch.Resumes, metawatch.FullReads} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

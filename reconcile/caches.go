@@ -24,6 +24,7 @@ import (
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/ipcache"
+	"github.com/shardnet/shardnet/internal/metawatch"
 	"github.com/shardnet/shardnet/internal/podcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
@@ -257,6 +258,15 @@ func (c *Caches) Subnets() []*kubeovnv1.Subnet {
 }
 
 // IPPool implements Catalog.
+// MarkOldIPs writes the spec of cached IP records whose metadata does
+// not carry it into their metadata (ipcache.MarkOld).
+func (c *Caches) MarkOldIPs(ctx context.Context, patch metawatch.Patcher, max int) (marked, left int, err error) {
+	if c.ipIndexer == nil {
+		return 0, 0, nil
+	}
+	return ipcache.MarkOld(ctx, c.ipIndexer, patch, max)
+}
+
 func (c *Caches) IPPool(name string) (*kubeovnv1.IPPool, bool) {
 	p, err := c.IPPoolLister.Get(name)
 	return p, err == nil

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/queue"
 )
 
@@ -26,7 +28,11 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 	cur, err := p.cfg.IPs.Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		ip := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec}
+		ip := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(labels)}, Spec: spec}
+		// The spec goes into the metadata too, at the generation a
+		// create gives, so that replicas can watch records as their
+		// metadata only (ipcache.EncodeSpec).
+		ipcache.SetSpecInMetadata(ip, 1)
 		err = p.cfg.Writes.CreateIP(ctx, ip)
 		if apierrors.IsAlreadyExists(err) {
 			// The informer lags our own create of an earlier attempt.
@@ -55,6 +61,9 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 	for k, v := range labels {
 		upd.Labels[k] = v
 	}
+	// The update carries cur's resourceVersion, and changes the spec: it
+	// makes the generation cur's plus one.
+	ipcache.SetSpecInMetadata(upd, cur.Generation+1)
 	if err := p.cfg.Writes.UpdateIP(ctx, upd); err != nil {
 		if apierrors.IsConflict(err) {
 			return queue.RetryAfter(200 * time.Millisecond)

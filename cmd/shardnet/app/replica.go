@@ -536,7 +536,7 @@ func (r *incarnation) statusLoop(ctx context.Context) {
 			r.reportAdoption(ctx, r.caches.Registry.LastAdopt())
 			if r.ctrl.IsLeader() {
 				_ = r.subnets.RefreshStatus(ctx, usage)
-				r.markOldClaims(ctx)
+				r.markOld(ctx)
 			}
 			r.met.SetUsage(usage)
 			if n := r.caches.Registry.Repaired(); n > repaired {
@@ -551,26 +551,43 @@ func (r *incarnation) statusLoop(ctx context.Context) {
 	}
 }
 
-// markPerPass bounds the claims of an older version one status pass of
-// the leader marks (markOldClaims): at the default client rate, a few
-// seconds of writes.
+// markPerPass bounds the claims and the IP records one status pass of
+// the leader marks (markOld): at the default client rate, a few seconds
+// of writes.
 const markPerPass = 100
 
-// markOldClaims writes the spec of claims of an older version into their
-// metadata (claimcache.MarkOld), a bounded batch per status pass, so
-// that replicas stop reading them in full. It logs each pass that marks
-// or fails.
-func (r *incarnation) markOldClaims(ctx context.Context) {
-	claims := r.sn.ShardnetV1alpha1().AddressClaims()
-	marked, left, err := claimcache.MarkOld(ctx, r.caches.Claims, func(ctx context.Context, name string, patch []byte) error {
-		_, err := claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	}, markPerPass)
+// markOld writes the spec of claims and IP records whose metadata does
+// not carry it (of an older version, or of kube-ovn) into their metadata
+// (claimcache.MarkOld, ipcache.MarkOld), a bounded batch of each per
+// status pass, so that replicas stop reading them in full. It logs each
+// pass that marks or fails.
+func (r *incarnation) markOld(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	if err != nil {
-		logger.Error(err, "Marking claims of an older version", "marked", marked, "left", left)
-	} else if marked > 0 {
-		logger.Info("Marked claims of an older version: their spec is in their metadata now", "marked", marked, "left", left)
+	claims := r.sn.ShardnetV1alpha1().AddressClaims()
+	ips := r.sn.KubeovnV1().IPs()
+	for _, m := range []struct {
+		what string
+		mark func() (int, int, error)
+	}{
+		{"claims", func() (int, int, error) {
+			return claimcache.MarkOld(ctx, r.caches.Claims, func(ctx context.Context, name string, patch []byte) error {
+				_, err := claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			}, markPerPass)
+		}},
+		{"IP records", func() (int, int, error) {
+			return r.caches.MarkOldIPs(ctx, func(ctx context.Context, name string, patch []byte) error {
+				_, err := ips.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			}, markPerPass)
+		}},
+	} {
+		marked, left, err := m.mark()
+		if err != nil {
+			logger.Error(err, "Writing the spec of "+m.what+" into their metadata", "marked", marked, "left", left)
+		} else if marked > 0 {
+			logger.Info("Wrote the spec of "+m.what+" into their metadata", "marked", marked, "left", left)
+		}
 	}
 }
 

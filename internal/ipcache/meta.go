@@ -1,0 +1,252 @@
+package ipcache
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+
+	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
+	"github.com/shardnet/shardnet/internal/metawatch"
+)
+
+// Reading IP records as their metadata.
+//
+// An IP record is written by shardnet and, before a takeover or beside
+// it, by kube-ovn, and shardnet updates the records it writes. So the
+// spec shardnet writes into a record's metadata (the label
+// v1alpha1.LabelSpecInMetadata and the annotation v1alpha1.AnnotationSpec,
+// EncodeSpec) names the generation it describes: 1 at the create, the
+// generation read plus one at a spec update (an update carries the
+// resourceVersion it read, so the generation it bumps is that one). A
+// reader trusts the metadata only while metadata.generation equals it:
+// another writer's spec change moves the generation, and that record is
+// read in full until shardnet writes its spec again or the leader marks
+// it (MarkOld).
+
+// specFields is the number of space-separated fields after the version
+// and the generation in an AnnotationSpec value of a record.
+const specFields = 10
+
+// emptyField stands for an empty field; no field is "-" itself.
+const emptyField = "-"
+
+// EncodeSpec returns the AnnotationSpec value of a record's spec s at
+// generation gen:
+//
+//	v1 <generation> <pod> <namespace> <subnet> <node> <ipAddress> <v4IpAddress> <v6IpAddress> <macAddress> <containerID> <podType>
+//
+// with "-" for an empty field. ok is false when s cannot be written so
+// (an attach list, a field with a space, or one that is "-"): such a
+// record is written without the label and the annotation, and read in
+// full.
+func EncodeSpec(s *kubeovnv1.IPSpec, gen int64) (value string, ok bool) {
+	if len(s.AttachSubnets) > 0 || len(s.AttachIPs) > 0 || len(s.AttachMacs) > 0 || gen < 1 {
+		return "", false
+	}
+	fields := [specFields]string{s.PodName, s.Namespace, s.Subnet, s.NodeName, s.IPAddress, s.V4IPAddress, s.V6IPAddress, s.MacAddress, s.ContainerID, s.PodType}
+	var b strings.Builder
+	b.WriteString(v1alpha1.SpecInMetadataV1)
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatInt(gen, 10))
+	for _, f := range fields {
+		if f == emptyField || strings.ContainsAny(f, " \t\n\r") {
+			return "", false
+		}
+		if f == "" {
+			f = emptyField
+		}
+		b.WriteByte(' ')
+		b.WriteString(f)
+	}
+	return b.String(), true
+}
+
+// DecodeSpec returns the spec the metadata of a record carries, when its
+// labels mark it (v1alpha1.LabelSpecInMetadata) and its annotation
+// describes generation gen, the record's. ok is false otherwise; err is
+// set for a record marked with a malformed annotation.
+func DecodeSpec(gen int64, labels, annotations map[string]string) (spec kubeovnv1.IPSpec, ok bool, err error) {
+	if labels[v1alpha1.LabelSpecInMetadata] != v1alpha1.SpecInMetadataV1 {
+		return spec, false, nil
+	}
+	v, found := annotations[v1alpha1.AnnotationSpec]
+	if !found {
+		return spec, false, fmt.Errorf("labelled %s=%s but has no %s annotation", v1alpha1.LabelSpecInMetadata, v1alpha1.SpecInMetadataV1, v1alpha1.AnnotationSpec)
+	}
+	var f [specFields + 2]string
+	rest := v
+	for i := range f {
+		var more bool
+		f[i], rest, more = strings.Cut(rest, " ")
+		if more != (i < specFields+1) {
+			return spec, false, fmt.Errorf("%s has not %d space-separated fields: %q", v1alpha1.AnnotationSpec, specFields+2, v)
+		}
+		if f[i] == emptyField {
+			f[i] = ""
+		}
+	}
+	if f[0] != v1alpha1.SpecInMetadataV1 {
+		return spec, false, fmt.Errorf("%s is not of version %s: %q", v1alpha1.AnnotationSpec, v1alpha1.SpecInMetadataV1, v)
+	}
+	if g, perr := strconv.ParseInt(f[1], 10, 64); perr != nil || g < 1 {
+		return spec, false, fmt.Errorf("%s names no generation: %q", v1alpha1.AnnotationSpec, v)
+	} else if g != gen {
+		// Written at another generation: the spec changed since.
+		return spec, false, nil
+	}
+	return kubeovnv1.IPSpec{PodName: f[2], Namespace: f[3], Subnet: f[4], NodeName: f[5], IPAddress: f[6],
+		V4IPAddress: f[7], V6IPAddress: f[8], MacAddress: f[9], ContainerID: f[10], PodType: f[11]}, true, nil
+}
+
+// SetSpecInMetadata writes ip's spec into its metadata at generation
+// gen (EncodeSpec), or, where it cannot be, removes the label and the
+// annotation a copy of an earlier version may carry. The maps are ip's
+// own after it (a cached record's are shared: give it a copy's).
+func SetSpecInMetadata(ip *kubeovnv1.IP, gen int64) {
+	v, ok := EncodeSpec(&ip.Spec, gen)
+	if !ok {
+		delete(ip.Labels, v1alpha1.LabelSpecInMetadata)
+		delete(ip.Annotations, v1alpha1.AnnotationSpec)
+		return
+	}
+	if ip.Labels == nil {
+		ip.Labels = map[string]string{}
+	}
+	if ip.Annotations == nil {
+		ip.Annotations = map[string]string{}
+	}
+	ip.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
+	ip.Annotations[v1alpha1.AnnotationSpec] = v
+}
+
+// FullClient reads IP records in full: the typed client's IPs().
+type FullClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*kubeovnv1.IPList, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*kubeovnv1.IP, error)
+}
+
+// NewListWatch returns the ListerWatcher of the IP informer: records
+// listed and watched as their metadata (meta), and read in full with
+// full where their metadata does not carry their spec. Give it the
+// informer's store (SetStore).
+func NewListWatch(meta metadata.Interface, full FullClient) *metawatch.ListWatch {
+	return metawatch.New(meta.Resource(kubeovnv1.SchemeGroupVersion.WithResource("ips")), kind{full})
+}
+
+// kind is the metawatch.Kind of IP records.
+type kind struct{ full FullClient }
+
+func (kind) Resource() string { return "ips" }
+
+// unmarked selects the records whose metadata does not say it carries
+// their spec.
+var unmarked = v1alpha1.LabelSpecInMetadata + "!=" + v1alpha1.SpecInMetadataV1
+
+func (kind) Unmarked() string { return unmarked }
+
+func (k kind) ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error) {
+	l, err := k.full.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+func (k kind) Get(ctx context.Context, name string) (runtime.Object, error) {
+	return k.full.Get(ctx, name, metav1.GetOptions{})
+}
+
+// FromMetadata returns the record m stands for when its metadata
+// carries its spec at m's generation, with m's metadata without the
+// spec's annotation.
+func (kind) FromMetadata(m *metav1.PartialObjectMetadata) (runtime.Object, bool) {
+	spec, ok, err := DecodeSpec(m.Generation, m.Labels, m.Annotations)
+	if !ok || err != nil {
+		return nil, false
+	}
+	ip := &kubeovnv1.IP{ObjectMeta: m.ObjectMeta, Spec: spec}
+	ip.ManagedFields = nil
+	if len(m.Annotations) == 1 {
+		ip.Annotations = nil
+	} else {
+		ip.Annotations = make(map[string]string, len(m.Annotations)-1)
+		for k, v := range m.Annotations {
+			if k != v1alpha1.AnnotationSpec {
+				ip.Annotations[k] = v
+			}
+		}
+	}
+	// The spec's strings are substrings of the annotation's value: the
+	// ones the informer's transform does not share get one backing of
+	// their own, so that the cache does not keep the whole value.
+	sp := &ip.Spec
+	own := sp.PodName + sp.IPAddress + sp.V4IPAddress + sp.V6IPAddress + sp.MacAddress + sp.ContainerID
+	for _, f := range []*string{&sp.PodName, &sp.IPAddress, &sp.V4IPAddress, &sp.V6IPAddress, &sp.MacAddress, &sp.ContainerID} {
+		*f, own = own[:len(*f)], own[len(*f):]
+	}
+	return ip, true
+}
+
+// Cached is what the cache keeps of a record (New).
+func (kind) Cached(obj runtime.Object) runtime.Object {
+	if ip, ok := obj.(*kubeovnv1.IP); ok {
+		if cached, ok := New(ip).(*IP); ok {
+			return cached
+		}
+	}
+	return obj
+}
+
+// Deleted is the record a delete event of m stands for when m does not
+// carry its spec: the cached record, with m's metadata, or m's metadata
+// alone.
+func (kind) Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object {
+	ip := &kubeovnv1.IP{ObjectMeta: m.ObjectMeta}
+	if c, ok := Of(cached); ok {
+		ip.Spec = c.Spec
+	}
+	return ip
+}
+
+// MarkOld writes the spec of at most max cached records whose metadata
+// does not carry it (records of kube-ovn, or of an older version, or
+// changed by another writer since shardnet wrote them) into
+// their metadata at their cached generation, by a merge patch that
+// names the cached resourceVersion, so a record changed since is left
+// as it is. Records EncodeSpec refuses (attach lists) stay read in
+// full. It returns how many it marked and how many remain unmarked.
+func MarkOld(ctx context.Context, indexer cache.Indexer, patch metawatch.Patcher, max int) (marked, left int, err error) {
+	var marks []metawatch.Mark
+	Each(indexer, func(ip *kubeovnv1.IP) {
+		// A record read from its metadata is cached without the
+		// annotation; one labelled and cached with it was read in full,
+		// its annotation written at another generation.
+		if _, stale := ip.Annotations[v1alpha1.AnnotationSpec]; ip.Labels[v1alpha1.LabelSpecInMetadata] == v1alpha1.SpecInMetadataV1 && !stale {
+			return
+		}
+		v, ok := EncodeSpec(&ip.Spec, ip.Generation)
+		if !ok || len(marks) == max {
+			left++
+			return
+		}
+		body, err := metawatch.MarkPatch(metav1.ObjectMeta{ResourceVersion: ip.ResourceVersion}, v1alpha1.LabelSpecInMetadata, v1alpha1.SpecInMetadataV1, v1alpha1.AnnotationSpec, v)
+		if err != nil {
+			left++
+			return
+		}
+		marks = append(marks, metawatch.Mark{Name: ip.Name, Patch: body})
+	})
+	marked, failed, err := metawatch.MarkAll(ctx, marks, patch)
+	return marked, left + failed, err
+}

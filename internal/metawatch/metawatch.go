@@ -1,0 +1,337 @@
+// Package metawatch lists and watches a custom resource as its object
+// metadata, for objects whose metadata carries the rest of what a reader
+// uses (their spec, written there by their writer), and reads the others
+// in full.
+//
+// The API server encodes a custom resource's metadata alone
+// (PartialObjectMetadata) in protobuf, and a watcher decodes it, for a
+// fraction of what the object in full costs them in JSON: at 50,000 pods
+// the claims and IP records are most of what a replica's restart loads
+// (docs/decisions/0009).
+//
+// ListWatch turns each object into the object it stands for, so the
+// informer, its transform and every reader see objects as before. An
+// object whose metadata does not carry the rest (one written before its
+// writer wrote it there, one another writer changed since) is read in
+// full: at a list, with one list of every object not labelled as
+// carrying it beside the metadata list, and a GET of each labelled one
+// whose metadata turns out not to; in a watch, by a GET. Such reads are
+// counted in FullReads.
+package metawatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+)
+
+// FullReads counts the objects ListWatch read in full instead of from
+// their metadata, by resource and by how (list or get). Register it with
+// the process's registry (metrics.RegisterClientGo does).
+var FullReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "shardnet_full_reads_total",
+	Help: "Objects an informer that watches their metadata read in full because their metadata does not carry their spec (objects of an older version or another writer, or changed by one since), by resource and by how they were read (list, get).",
+}, []string{"resource", "how"})
+
+// Kind is what ListWatch knows of one resource.
+type Kind interface {
+	// Resource is the resource's plural name.
+	Resource() string
+	// FromMetadata returns the object m stands for, as a watch event
+	// delivers it, when m carries the rest of it; ok is false when it
+	// does not. It may take m's maps and strings.
+	FromMetadata(m *metav1.PartialObjectMetadata) (obj runtime.Object, ok bool)
+	// Cached is what the informer's cache keeps of obj, an object
+	// FromMetadata returned, or obj itself: a list's item. The
+	// informer's transform takes either.
+	Cached(obj runtime.Object) runtime.Object
+	// Unmarked is the label selector of the objects whose metadata is
+	// not labelled as carrying the rest of them.
+	Unmarked() string
+	// ListFull lists in full the objects of opts.
+	ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error)
+	// Get reads one object in full.
+	Get(ctx context.Context, name string) (runtime.Object, error)
+	// Deleted returns the object a delete event of m stands for when m
+	// does not carry the rest of it: from cached, the informer's object
+	// of that name and UID, when there is one (nil otherwise), else as
+	// much as m tells.
+	Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object
+}
+
+// ListWatch is the ListerWatcher of an informer of kind, which lists and
+// watches the metadata of its objects (meta, the resource's metadata
+// client).
+type ListWatch struct {
+	meta metadata.ResourceInterface
+	kind Kind
+
+	mu sync.Mutex
+	// store is the informer's, once SetStore gave it: a deleted object
+	// whose metadata does not carry the rest is delivered as cached.
+	store cache.Store
+}
+
+// New returns the ListWatch of kind over meta, the metadata client of
+// its resource.
+func New(meta metadata.ResourceInterface, kind Kind) *ListWatch {
+	FullReads.WithLabelValues(kind.Resource(), "list")
+	FullReads.WithLabelValues(kind.Resource(), "get")
+	return &ListWatch{meta: meta, kind: kind}
+}
+
+// SetStore gives l the informer's store, which a deleted object is read
+// from when its metadata does not carry the rest of it.
+func (l *ListWatch) SetStore(s cache.Store) {
+	l.mu.Lock()
+	l.store = s
+	l.mu.Unlock()
+}
+
+// IsWatchListSemanticsUnSupported: the reflector lists, then watches;
+// the objects read in full at a list are one list, not one GET each.
+func (l *ListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (l *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), opts)
+}
+
+// ListWithContext lists every object: one metadata list, whole (opts'
+// limit and continue are dropped, as the reflector's pager allows), and
+// one list in full of the objects not labelled as carrying the rest.
+// The result is at the metadata list's resource version: an object the
+// full list missed (created between the two) or whose metadata does not
+// carry the rest though labelled so is read by a GET, one the full list
+// has and the metadata list has not (deleted in between) is left out.
+// The items are what the cache keeps (Kind.Cached), so that a list of
+// 50,000 objects is not held twice while the informer takes it in.
+func (l *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	opts.Limit, opts.Continue = 0, ""
+	fullOpts := opts
+	fullOpts.LabelSelector = l.kind.Unmarked()
+	if opts.LabelSelector != "" {
+		fullOpts.LabelSelector = opts.LabelSelector + "," + fullOpts.LabelSelector
+	}
+	full, err := l.kind.ListFull(ctx, fullOpts)
+	if err != nil {
+		return nil, err
+	}
+	metas, err := l.meta.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	type fullObject struct {
+		uid types.UID
+		obj runtime.Object
+	}
+	inFull := make(map[string]fullObject, len(full))
+	for _, o := range full {
+		if m, err := meta.Accessor(o); err == nil {
+			inFull[m.GetName()] = fullObject{m.GetUID(), o}
+		}
+	}
+	out := &metav1.List{ListMeta: metas.ListMeta, Items: make([]runtime.RawExtension, 0, len(metas.Items))}
+	for i := range metas.Items {
+		m := &metas.Items[i]
+		// Nothing reads them, and the transforms drop them too.
+		m.ManagedFields = nil
+		if obj, ok := l.kind.FromMetadata(m); ok {
+			out.Items = append(out.Items, runtime.RawExtension{Object: l.kind.Cached(obj)})
+			metas.Items[i] = metav1.PartialObjectMetadata{}
+			continue
+		}
+		obj := inFull[m.Name].obj
+		if obj != nil && inFull[m.Name].uid == m.UID {
+			FullReads.WithLabelValues(l.kind.Resource(), "list").Inc()
+		} else if obj, err = l.get(ctx, m); err != nil {
+			return nil, err
+		} else if obj == nil {
+			continue
+		}
+		out.Items = append(out.Items, runtime.RawExtension{Object: l.kind.Cached(obj)})
+	}
+	return out, nil
+}
+
+// get reads the object m stands for in full; nil when it is gone, or is
+// another object of the same name.
+func (l *ListWatch) get(ctx context.Context, m *metav1.PartialObjectMetadata) (runtime.Object, error) {
+	obj, err := l.kind.Get(ctx, m.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s in full: %w", l.kind.Resource(), m.Name, err)
+	}
+	FullReads.WithLabelValues(l.kind.Resource(), "get").Inc()
+	if a, err := meta.Accessor(obj); err != nil || a.GetUID() != m.UID {
+		return nil, nil
+	}
+	return obj, nil
+}
+
+func (l *ListWatch) Watch(opts metav1.ListOptions) (apiwatch.Interface, error) {
+	return l.WatchWithContext(context.Background(), opts)
+}
+
+// WatchWithContext watches the objects' metadata, delivering each
+// event's object (see ListWithContext). An added or changed object whose
+// metadata does not carry the rest is read by a GET; when that fails the
+// watch ends, and the reflector watches again from the last event it
+// got, so the event comes again.
+func (l *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
+	inner, err := l.meta.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &objectWatch{inner: inner, result: make(chan apiwatch.Event), cancel: cancel}
+	go w.run(ctx, l)
+	return w, nil
+}
+
+type objectWatch struct {
+	inner  apiwatch.Interface
+	result chan apiwatch.Event
+	cancel context.CancelFunc
+}
+
+func (w *objectWatch) ResultChan() <-chan apiwatch.Event { return w.result }
+
+func (w *objectWatch) Stop() { w.cancel() }
+
+func (w *objectWatch) run(ctx context.Context, l *ListWatch) {
+	defer close(w.result)
+	defer w.inner.Stop()
+	for {
+		var ev apiwatch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return
+		case ev, open = <-w.inner.ResultChan():
+			if !open {
+				return
+			}
+		}
+		out, keep, err := l.convert(ctx, ev)
+		if err != nil {
+			return
+		}
+		if !keep {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case w.result <- out:
+		}
+	}
+}
+
+// convert returns the event ev of the metadata watch stands for; keep is
+// false for one to leave out (an object gone before it could be read).
+// A bookmark carries only metadata, and is delivered as an object of the
+// informer's type with m's metadata (FromMetadata's type is the
+// informer's).
+func (l *ListWatch) convert(ctx context.Context, ev apiwatch.Event) (out apiwatch.Event, keep bool, err error) {
+	m, ok := ev.Object.(*metav1.PartialObjectMetadata)
+	if !ok || ev.Type == apiwatch.Error {
+		return ev, true, nil
+	}
+	if ev.Type == apiwatch.Bookmark {
+		return apiwatch.Event{Type: ev.Type, Object: l.kind.Deleted(m, nil)}, true, nil
+	}
+	m.ManagedFields = nil
+	if obj, ok := l.kind.FromMetadata(m); ok {
+		return apiwatch.Event{Type: ev.Type, Object: obj}, true, nil
+	}
+	if ev.Type == apiwatch.Deleted {
+		return apiwatch.Event{Type: ev.Type, Object: l.kind.Deleted(m, l.cached(m))}, true, nil
+	}
+	obj, err := l.get(ctx, m)
+	if err != nil || obj == nil {
+		return ev, false, err
+	}
+	return apiwatch.Event{Type: ev.Type, Object: obj}, true, nil
+}
+
+// cached is the informer's object of m's name and UID, or nil.
+func (l *ListWatch) cached(m *metav1.PartialObjectMetadata) any {
+	l.mu.Lock()
+	store := l.store
+	l.mu.Unlock()
+	if store == nil {
+		return nil
+	}
+	obj, exists, err := store.GetByKey(m.Name)
+	if err != nil || !exists {
+		return nil
+	}
+	if a, err := meta.Accessor(obj); err != nil || a.GetUID() != m.UID {
+		return nil
+	}
+	return obj
+}
+
+// Patcher patches one object of a resource with a JSON merge patch.
+type Patcher func(ctx context.Context, name string, patch []byte) error
+
+// Mark is one object to mark: its name and the merge patch that writes
+// what its metadata lacks (MarkPatch).
+type Mark struct {
+	Name  string
+	Patch []byte
+}
+
+// MarkPatch is the merge patch that sets label and annotation, with a
+// precondition: the object's UID, or its resourceVersion, whichever is
+// set in pre (a patch naming another UID is refused as invalid, one
+// naming another resourceVersion as a conflict).
+func MarkPatch(pre metav1.ObjectMeta, label, labelValue, annotation, annotationValue string) ([]byte, error) {
+	m := map[string]any{
+		"labels":      map[string]string{label: labelValue},
+		"annotations": map[string]string{annotation: annotationValue},
+	}
+	if pre.UID != "" {
+		m["uid"] = pre.UID
+	}
+	if pre.ResourceVersion != "" {
+		m["resourceVersion"] = pre.ResourceVersion
+	}
+	return json.Marshal(map[string]any{"metadata": m})
+}
+
+// MarkAll applies marks with patch, in order, until ctx ends. It returns
+// how many it applied and how many failed; an object gone since, or
+// changed since (its precondition refused), counts as neither: it is
+// read in full, or marked by its writer, as it is now.
+func MarkAll(ctx context.Context, marks []Mark, patch Patcher) (marked, failed int, err error) {
+	var errs []error
+	for _, mk := range marks {
+		if ctx.Err() != nil {
+			break
+		}
+		switch err := patch(ctx, mk.Name, mk.Patch); {
+		case err == nil:
+			marked++
+		case apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsConflict(err):
+		default:
+			failed++
+			errs = append(errs, fmt.Errorf("%s: %w", mk.Name, err))
+		}
+	}
+	return marked, failed, errors.Join(errs...)
+}
