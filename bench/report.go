@@ -178,15 +178,11 @@ func Markdown(r *Result) string {
 				rs.ReadySeconds, rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
 		}
 		if three.RawReloadSeconds > 0 {
-			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once (the claims as their metadata, as the replicas do): **%.1f s**; the slowest restart took **%.2fx** that\n",
+			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once (the claims and IP records as their metadata, as the replicas do): **%.1f s**; the slowest restart took **%.2fx** that\n",
 				three.Replicas, three.RawReloadSeconds, r.Ratios.RestartVsRawReload)
 		}
-		if three.MetadataReloadSeconds > 0 && three.RawReloadSeconds > 0 {
-			fmt.Fprintf(&b, "- the same clients loading the IP records as their metadata too (the floor of metadata-only watches of both): **%.1f s**, %.2fx the ceiling\n",
-				three.MetadataReloadSeconds, three.MetadataReloadSeconds/three.RawReloadSeconds)
-		}
 		if three.FullReloadSeconds > 0 && three.RawReloadSeconds > 0 {
-			fmt.Fprintf(&b, "- the same clients loading the claims in full (as replicas did before claims carried their spec in their metadata): **%.1f s**; the ceiling is %.2fx that\n",
+			fmt.Fprintf(&b, "- the same clients loading the claims and IP records in full (as replicas did before those carried their spec in their metadata): **%.1f s**; the ceiling is %.2fx that\n",
 				three.FullReloadSeconds, three.RawReloadSeconds/three.FullReloadSeconds)
 		}
 	}

@@ -118,15 +118,12 @@ type Scenario struct {
 	Restarts []Restart `json:"restarts,omitempty"`
 	// RawReloadSeconds is the restarts' ceiling: as many plain clients as
 	// replicas loading caches of the pods, claims and IP records at once,
-	// the claims as their object metadata as the replicas load them.
+	// the claims and IP records as their object metadata, as the replicas
+	// load them.
 	RawReloadSeconds float64 `json:"rawReloadSeconds,omitempty"`
-	// MetadataReloadSeconds is the same load with the IP records as
-	// their object metadata too: the floor a restart would have if
-	// replicas watched them that way.
-	MetadataReloadSeconds float64 `json:"metadataReloadSeconds,omitempty"`
-	// FullReloadSeconds is the same load with the claims in full, as
-	// replicas loaded them before claims carried their spec in their
-	// metadata.
+	// FullReloadSeconds is the same load with the claims and IP records
+	// in full, as replicas loaded them before those carried their spec in
+	// their metadata.
 	FullReloadSeconds float64 `json:"fullReloadSeconds,omitempty"`
 }
 

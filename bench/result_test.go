@@ -185,7 +185,7 @@ func TestRestartAndMemoryReport(t *testing.T) {
 			{Seconds: 30, ReadySeconds: 28, PeakRSSMiB: []float64{500, 610, 520}, LiveHeapMiB: []float64{230, 270, 250}, FileRSSMiB: []float64{52, 51, 53}},
 			{Seconds: 45, ReadySeconds: 44, PeakRSSMiB: []float64{500, 520, 530}},
 		},
-		RawReloadSeconds: 25, MetadataReloadSeconds: 20, FullReloadSeconds: 40,
+		RawReloadSeconds: 25, FullReloadSeconds: 40,
 	}}}
 	r.computeRatios()
 	if r.Ratios.RestartSeconds != 45 || r.Ratios.RestartVsRawReload != 1.8 {
@@ -198,9 +198,8 @@ func TestRestartAndMemoryReport(t *testing.T) {
 	for _, want := range []string{
 		"**560 MiB** routing them, 610 / 530 MiB after a restart (goal <= 400 MiB at 50,000 pods, missed by 210 MiB)",
 		"restart 2 of every replica to steady state (50000 pods): **45.0 s** (goal <= 20 s at 50,000 pods, missed by 25.0 s)",
-		"at once (the claims as their metadata, as the replicas do): **25.0 s**; the slowest restart took **1.80x** that",
-		"as their metadata too (the floor of metadata-only watches of both): **20.0 s**, 0.80x the ceiling\n",
-		"loading the claims in full (as replicas did before claims carried their spec in their metadata): **40.0 s**; the ceiling is 0.62x that\n",
+		"at once (the claims and IP records as their metadata, as the replicas do): **25.0 s**; the slowest restart took **1.80x** that",
+		"loading the claims and IP records in full (as replicas did before those carried their spec in their metadata): **40.0 s**; the ceiling is 0.62x that\n",
 		"`go_gc_heap_live_bytes`; --memory-limit is sized from it): **262 MiB** once the pods were routed, 270 MiB after restart 1\n",
 		"pages the kernel can drop and read again): 58 MiB routing, 53 MiB after restart 1\n",
 	} {

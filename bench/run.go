@@ -304,15 +304,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Progress, "bench: %s: stages p50/p99 ms: %s\n", sp.name, strings.Join(parts, ", "))
 		}
 		if sc.RawReloadSeconds > 0 {
-			fmt.Fprintf(cfg.Progress, "bench: %s: ceiling of a restart, %d plain clients loading pods, claims (as metadata) and IP records: %.1fs\n",
+			fmt.Fprintf(cfg.Progress, "bench: %s: ceiling of a restart, %d plain clients loading pods, and claims and IP records as metadata: %.1fs\n",
 				sp.name, sp.replicas, sc.RawReloadSeconds)
 		}
-		if sc.MetadataReloadSeconds > 0 {
-			fmt.Fprintf(cfg.Progress, "bench: %s: the same with IP records as metadata too: %.1fs\n",
-				sp.name, sc.MetadataReloadSeconds)
-		}
 		if sc.FullReloadSeconds > 0 {
-			fmt.Fprintf(cfg.Progress, "bench: %s: the same with claims in full: %.1fs\n",
+			fmt.Fprintf(cfg.Progress, "bench: %s: the same with claims and IP records in full: %.1fs\n",
 				sp.name, sc.FullReloadSeconds)
 		}
 		for _, r := range sc.Restarts {
@@ -617,22 +613,16 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			sc.Restarts = append(sc.Restarts, *r)
 			procs = next
 		}
-		secs, err := rawReload(ctx, kube, sp.replicas, cfg.Timeout, asReplicas)
+		secs, err := rawReload(ctx, kube, sp.replicas, cfg.Timeout, true)
 		if err != nil {
 			return sc, fmt.Errorf("raw reload: %w", err)
 		}
 		sc.RawReloadSeconds = secs
-		// The same load with the IP records as metadata only too: the
-		// floor of the step decision 0009 names next for the restart.
-		if secs, err = rawReload(ctx, kube, sp.replicas, cfg.Timeout, allMetadata); err != nil {
-			return sc, fmt.Errorf("raw reload, metadata only: %w", err)
-		}
-		sc.MetadataReloadSeconds = secs
-		// And with the claims in full, as replicas loaded them before
-		// claims carried their spec in their metadata: what that step
-		// saved, in the same run.
-		if secs, err = rawReload(ctx, kube, sp.replicas, cfg.Timeout, allFull); err != nil {
-			return sc, fmt.Errorf("raw reload, claims in full: %w", err)
+		// And with the claims and IP records in full, as replicas loaded
+		// them before those carried their spec in their metadata: what
+		// that step saved, in the same run.
+		if secs, err = rawReload(ctx, kube, sp.replicas, cfg.Timeout, false); err != nil {
+			return sc, fmt.Errorf("raw reload, in full: %w", err)
 		}
 		sc.FullReloadSeconds = secs
 	}
@@ -704,27 +694,15 @@ func newScenarioObserver(n int, sp spec) *observer {
 	return o
 }
 
-// reloadMode is what rawReload's clients load as their metadata only.
-type reloadMode int
-
-const (
-	// asReplicas: the claims, as the replicas load them
-	// (claimcache.ListWatch), the pods and IP records in full.
-	asReplicas reloadMode = iota
-	// allMetadata: the claims and the IP records.
-	allMetadata
-	// allFull: neither.
-	allFull
-)
-
 // rawReload is the restart's ceiling: n clients at once (one per replica,
 // each on its own connection, uncompressed like the replicas) load caches
 // of the pods, claims and IP records, with no transform and no logic. It
-// returns the seconds until the last of them has synced. how says which
-// custom resources they load as their object metadata alone
+// returns the seconds until the last of them has synced. With asMetadata
+// they load the claims and IP records as their object metadata
 // (PartialObjectMetadata over protobuf, which the API server serves for
-// custom resources too).
-func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration, how reloadMode) (float64, error) {
+// custom resources too), as the replicas do (internal/metawatch);
+// without it, in full.
+func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration, asMetadata bool) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -757,15 +735,14 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 			}
 			mf := metadatainformer.NewSharedInformerFactory(mc, 0)
 			sf := externalversions.NewSharedInformerFactory(sn, 0)
-			if how == allFull {
-				synced = append(synced, sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced)
+			if asMetadata {
+				synced = append(synced,
+					mf.ForResource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")).Informer().HasSynced,
+					mf.ForResource(kubeovnv1.SchemeGroupVersion.WithResource("ips")).Informer().HasSynced)
 			} else {
-				synced = append(synced, mf.ForResource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")).Informer().HasSynced)
-			}
-			if how == allMetadata {
-				synced = append(synced, mf.ForResource(kubeovnv1.SchemeGroupVersion.WithResource("ips")).Informer().HasSynced)
-			} else {
-				synced = append(synced, sf.Kubeovn().V1().IPs().Informer().HasSynced)
+				synced = append(synced,
+					sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced,
+					sf.Kubeovn().V1().IPs().Informer().HasSynced)
 			}
 			mf.Start(ctx.Done())
 			defer mf.Shutdown()

@@ -147,6 +147,27 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
+// logLoads logs, for the caches with an object per pod (pods, IP
+// records, claims), how long each took to load from the informers' start,
+// once each: a restart's time is the slowest of them.
+func (c *Controller) logLoads(ctx context.Context, logger klog.Logger) {
+	start := time.Now()
+	for _, inf := range []struct {
+		name   string
+		synced cache.InformerSynced
+	}{
+		{"pods", c.informers.Pods.HasSynced},
+		{"ips", c.informers.CRDs.Kubeovn().V1().IPs().Informer().HasSynced},
+		{"addressclaims", c.informers.CRDs.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced},
+	} {
+		go func() {
+			if cache.WaitForCacheSync(ctx.Done(), inf.synced) {
+				logger.Info("Cache loaded", "resource", inf.name, "took", time.Since(start))
+			}
+		}()
+	}
+}
+
 // Informers returns the shared caches.
 func (c *Controller) Informers() *Informers { return c.informers }
 
@@ -165,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	c.StartInformers(ctx)
 	defer c.StopInformers()
+	c.logLoads(ctx, logger)
 	for typ, ok := range c.informers.Kube.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
