@@ -148,10 +148,10 @@ func New(cfg Config) (*Controller, error) {
 }
 
 // logLoads logs, for the caches with an object per pod (pods, IP
-// records, claims), how long each took to load from the informers' start,
-// once each: a restart's time is the slowest of them.
-func (c *Controller) logLoads(ctx context.Context, logger klog.Logger) {
-	start := time.Now()
+// records, claims), how long each took to load from start, the
+// informers' start, once each: a restart's time is the slowest of them.
+func (c *Controller) logLoads(ctx context.Context, start time.Time) {
+	logger := klog.FromContext(ctx).WithValues("identity", c.cfg.Identity)
 	for _, inf := range []struct {
 		name   string
 		synced cache.InformerSynced
@@ -186,7 +186,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	c.StartInformers(ctx)
 	defer c.StopInformers()
-	c.logLoads(ctx, logger)
 	for typ, ok := range c.informers.Kube.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("waiting for the %v cache: %w", typ, context.Cause(ctx))
@@ -242,6 +241,7 @@ func (c *Controller) StartInformers(ctx context.Context) {
 		c.informers.CRDs.Start(infCtx.Done())
 		c.informers.NADs.Start(infCtx)
 		c.informers.VMs.Start(infCtx)
+		c.logLoads(infCtx, time.Now())
 		// The member Leases and the assignment too; an error starting
 		// them comes back from Run.
 		_ = c.coord.StartCaches(ctx)

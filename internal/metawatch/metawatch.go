@@ -17,6 +17,16 @@
 // carrying it beside the metadata list, and a GET of each labelled one
 // whose metadata turns out not to; in a watch, by a GET. Such reads are
 // counted in FullReads.
+//
+// What a replica can verify from its cache stays what it was: each
+// cached object is the object the API server held at its resource
+// version. A claim's spec read from its metadata is its spec, since a
+// claim is never updated and the annotation must name the claim itself
+// (v1alpha1.DecodeSpec); an IP record's is its spec at its generation,
+// since the annotation names the generation it describes and the API
+// server moves a custom resource's generation at every change of its
+// spec (ipcache.DecodeSpec). Anything else is read in full. The
+// resources are cluster-scoped: the informer's key is the name.
 package metawatch
 
 import (
