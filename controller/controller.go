@@ -153,15 +153,15 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) logLoads(ctx context.Context, start time.Time) {
 	logger := klog.FromContext(ctx).WithValues("identity", c.cfg.Identity)
 	for _, inf := range []struct {
-		name   string
-		synced cache.InformerSynced
+		name     string
+		informer cache.SharedIndexInformer
 	}{
-		{"pods", c.informers.Pods.HasSynced},
-		{"ips", c.informers.CRDs.Kubeovn().V1().IPs().Informer().HasSynced},
-		{"addressclaims", c.informers.CRDs.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced},
+		{"pods", c.informers.Pods},
+		{"ips", c.informers.CRDs.Kubeovn().V1().IPs().Informer()},
+		{"addressclaims", c.informers.CRDs.Shardnet().V1alpha1().AddressClaims().Informer()},
 	} {
 		go func() {
-			if cache.WaitForCacheSync(ctx.Done(), inf.synced) {
+			if cache.WaitFor(ctx, "", inf.informer.HasSyncedChecker()) {
 				logger.Info("Cache loaded", "resource", inf.name, "took", time.Since(start))
 			}
 		}()
