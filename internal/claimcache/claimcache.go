@@ -48,8 +48,14 @@ var claimKind = metav1.TypeMeta{Kind: "AddressClaim", APIVersion: v1alpha1.Schem
 
 // New returns what the cache keeps of c: a *Claim when c has nothing but
 // what Claim keeps (its kind aside), else c itself. The *Claim shares c's
-// label map and strings.
+// label map and strings. The annotation that copies the spec into the
+// metadata is dropped from c first when it matches the spec.
 func New(c *v1alpha1.AddressClaim) any {
+	// The spec's copy in the metadata (v1alpha1.EncodeSpec) goes when it
+	// says what the spec says: the cache has the spec.
+	if spec, ok, err := v1alpha1.DecodeSpec(c.Name, c.Labels, c.Annotations); ok && err == nil && spec == c.Spec {
+		c.Annotations = v1alpha1.WithoutSpecAnnotation(c.Annotations)
+	}
 	if (c.TypeMeta != metav1.TypeMeta{} && c.TypeMeta != claimKind) || !cachemeta.Keeps(&c.ObjectMeta) {
 		return c
 	}

@@ -2,12 +2,10 @@ package claimcache
 
 import (
 	"context"
-	"encoding/hex"
-	"net/netip"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -17,7 +15,7 @@ import (
 // Reading claims as their metadata.
 //
 // A claim written by this version carries its spec in its metadata too
-// (v1alpha1.EncodeSpec), so the claim informer watches claims as their
+// (v1alpha1.EncodeSpec), so the claim informer lists claims as their
 // metadata only (metawatch). A claim whose metadata does not carry its
 // spec (one written before the label existed, or one whose annotation
 // was edited so that it no longer describes its claim) is read in full.
@@ -28,12 +26,12 @@ import (
 type FullClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.AddressClaimList, error)
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.AddressClaim, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // NewListWatch returns the ListerWatcher of the claim informer: claims
-// listed and watched as their metadata (meta), and read in full with
-// full where their metadata does not carry their spec. Give it the
-// informer's store (SetStore).
+// listed as their metadata (meta), read in full with full where their
+// metadata does not carry their spec, and watched in full.
 func NewListWatch(meta metadata.Interface, full FullClient) *metawatch.ListWatch {
 	return metawatch.New(meta.Resource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")), kind{full})
 }
@@ -65,6 +63,10 @@ func (k kind) Get(ctx context.Context, name string) (runtime.Object, error) {
 	return k.full.Get(ctx, name, metav1.GetOptions{})
 }
 
+func (k kind) WatchFull(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return k.full.Watch(ctx, opts)
+}
+
 func (kind) FromMetadata(m *metav1.PartialObjectMetadata) (runtime.Object, bool) {
 	c, ok := fromMetadata(m)
 	return c, ok
@@ -88,7 +90,7 @@ func fromMetadata(m *metav1.PartialObjectMetadata) (*v1alpha1.AddressClaim, bool
 		return nil, false
 	}
 	c := &v1alpha1.AddressClaim{ObjectMeta: m.ObjectMeta, Spec: spec}
-	c.Annotations = withoutSpec(m.Annotations)
+	c.Annotations = v1alpha1.WithoutSpecAnnotation(m.Annotations)
 	c.ManagedFields = nil
 	// The spec's strings are substrings of the annotation's value: those
 	// not shared by the informer's transform (the subnet, provider, node,
@@ -100,42 +102,4 @@ func fromMetadata(m *metav1.PartialObjectMetadata) (*v1alpha1.AddressClaim, bool
 	sp.MAC, own = own[:len(sp.MAC)], own[len(sp.MAC):]
 	sp.Owner.Name, sp.Owner.UID = own[:len(sp.Owner.Name)], own[len(sp.Owner.Name):]
 	return c, true
-}
-
-// withoutSpec is a without its AnnotationSpec entry: nil when that was
-// its only one, else a copy.
-func withoutSpec(a map[string]string) map[string]string {
-	if len(a) == 1 {
-		return nil
-	}
-	out := make(map[string]string, len(a)-1)
-	for k, v := range a {
-		if k != v1alpha1.AnnotationSpec {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// Deleted is the claim a delete event of m stands for when m does not
-// carry its spec: the cached claim, with m's metadata, or, when the
-// informer has not cached it yet, the subnet and address its name and
-// labels tell (v1alpha1.ClaimName), and no more.
-func (kind) Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object {
-	c := &v1alpha1.AddressClaim{ObjectMeta: m.ObjectMeta}
-	if spec, _, ok := SpecOf(cached); ok {
-		c.Spec = *spec
-		return c
-	}
-	if subnet := m.Labels[v1alpha1.LabelSubnet]; subnet != "" && strings.HasPrefix(m.Name, subnet+".") {
-		rest := m.Name[len(subnet)+1:]
-		a, err := netip.ParseAddr(rest)
-		if b, herr := hex.DecodeString(rest); err != nil && herr == nil && len(b) == 16 {
-			a, err = netip.AddrFrom16([16]byte(b)), nil
-		}
-		if err == nil && v1alpha1.ClaimName(subnet, a) == m.Name {
-			c.Spec.Subnet, c.Spec.Address = subnet, a.String()
-		}
-	}
-	return c
 }

@@ -53,9 +53,13 @@ type IP struct {
 }
 
 // New returns what the cache keeps of ip: an *IP when ip has nothing but
-// what IP keeps (its kind aside), else ip itself.
+// what IP keeps (its kind aside), else ip itself. The annotation that
+// copies the spec into the metadata is dropped from ip first when it
+// describes ip's spec at ip's generation (a record cached with it was
+// read in full, its copy stale: MarkOld looks for those).
 // The *IP shares ip's label map and strings.
 func New(ip *kubeovnv1.IP) any {
+	dropSpecAnnotation(ip)
 	if !compactable(ip) {
 		return ip
 	}

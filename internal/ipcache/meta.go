@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,7 +17,7 @@ import (
 	"github.com/shardnet/shardnet/internal/metawatch"
 )
 
-// Reading IP records as their metadata.
+// Listing IP records as their metadata (watched, they come in full).
 //
 // An IP record is written by shardnet and, before a takeover or beside
 // it, by kube-ovn, and shardnet updates the records it writes. So the
@@ -130,12 +131,12 @@ func SetSpecInMetadata(ip *kubeovnv1.IP, gen int64) {
 type FullClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*kubeovnv1.IPList, error)
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*kubeovnv1.IP, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // NewListWatch returns the ListerWatcher of the IP informer: records
-// listed and watched as their metadata (meta), and read in full with
-// full where their metadata does not carry their spec. Give it the
-// informer's store (SetStore).
+// listed as their metadata (meta), read in full with full where their
+// metadata does not carry their spec, and watched in full.
 func NewListWatch(meta metadata.Interface, full FullClient) *metawatch.ListWatch {
 	return metawatch.New(meta.Resource(kubeovnv1.SchemeGroupVersion.WithResource("ips")), kind{full})
 }
@@ -167,6 +168,30 @@ func (k kind) Get(ctx context.Context, name string) (runtime.Object, error) {
 	return k.full.Get(ctx, name, metav1.GetOptions{})
 }
 
+func (k kind) WatchFull(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return k.full.Watch(ctx, opts)
+}
+
+// dropSpecAnnotation removes from ip the annotation that copies its
+// spec into its metadata when it describes ip's spec at ip's
+// generation.
+func dropSpecAnnotation(ip *kubeovnv1.IP) {
+	spec, ok, err := DecodeSpec(ip.Generation, ip.Labels, ip.Annotations)
+	if !ok || err != nil || !sameSpec(&spec, &ip.Spec) {
+		return
+	}
+	ip.Annotations = v1alpha1.WithoutSpecAnnotation(ip.Annotations)
+}
+
+// sameSpec reports whether a and b, specs without attach lists as
+// EncodeSpec writes them, are equal.
+func sameSpec(a, b *kubeovnv1.IPSpec) bool {
+	return len(b.AttachSubnets) == 0 && len(b.AttachIPs) == 0 && len(b.AttachMacs) == 0 &&
+		a.PodName == b.PodName && a.Namespace == b.Namespace && a.Subnet == b.Subnet && a.NodeName == b.NodeName &&
+		a.IPAddress == b.IPAddress && a.V4IPAddress == b.V4IPAddress && a.V6IPAddress == b.V6IPAddress &&
+		a.MacAddress == b.MacAddress && a.ContainerID == b.ContainerID && a.PodType == b.PodType
+}
+
 // FromMetadata returns the record m stands for when its metadata
 // carries its spec at m's generation, with m's metadata without the
 // spec's annotation.
@@ -177,16 +202,7 @@ func (kind) FromMetadata(m *metav1.PartialObjectMetadata) (runtime.Object, bool)
 	}
 	ip := &kubeovnv1.IP{ObjectMeta: m.ObjectMeta, Spec: spec}
 	ip.ManagedFields = nil
-	if len(m.Annotations) == 1 {
-		ip.Annotations = nil
-	} else {
-		ip.Annotations = make(map[string]string, len(m.Annotations)-1)
-		for k, v := range m.Annotations {
-			if k != v1alpha1.AnnotationSpec {
-				ip.Annotations[k] = v
-			}
-		}
-	}
+	ip.Annotations = v1alpha1.WithoutSpecAnnotation(m.Annotations)
 	// The spec's strings are substrings of the annotation's value: the
 	// ones the informer's transform does not share get one backing of
 	// their own, so that the cache does not keep the whole value.
@@ -206,17 +222,6 @@ func (kind) Cached(obj runtime.Object) runtime.Object {
 		}
 	}
 	return obj
-}
-
-// Deleted is the record a delete event of m stands for when m does not
-// carry its spec: the cached record, with m's metadata, or m's metadata
-// alone.
-func (kind) Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object {
-	ip := &kubeovnv1.IP{ObjectMeta: m.ObjectMeta}
-	if c, ok := Of(cached); ok {
-		ip.Spec = c.Spec
-	}
-	return ip
 }
 
 // MarkOld writes the spec of at most max cached records whose metadata

@@ -1,22 +1,25 @@
-// Package metawatch lists and watches a custom resource as its object
-// metadata, for objects whose metadata carries the rest of what a reader
-// uses (their spec, written there by their writer), and reads the others
-// in full.
+// Package metawatch lists a custom resource as its object metadata, for
+// objects whose metadata carries the rest of what a reader uses (their
+// spec, written there by their writer), reads the others in full, and
+// watches the resource in full.
 //
 // The API server encodes a custom resource's metadata alone
-// (PartialObjectMetadata) in protobuf, and a watcher decodes it, for a
+// (PartialObjectMetadata) in protobuf, and a client decodes it, for a
 // fraction of what the object in full costs them in JSON: at 50,000 pods
 // the claims and IP records are most of what a replica's restart loads
-// (docs/decisions/0009).
+// (docs/decisions/0009). A watch is another matter: the API server
+// encodes a changed object once for every watcher that asks for it in
+// full, and converts it to metadata anew for each watcher that asks for
+// that, so the watch that follows the list asks for the objects in full.
 //
-// ListWatch turns each object into the object it stands for, so the
-// informer, its transform and every reader see objects as before. An
-// object whose metadata does not carry the rest (one written before its
-// writer wrote it there, one another writer changed since) is read in
-// full: at a list, with one list of every object not labelled as
-// carrying it beside the metadata list, and a GET of each labelled one
-// whose metadata turns out not to; in a watch, by a GET. Such reads are
-// counted in FullReads.
+// ListWatch's list turns each object into what the informer's cache
+// keeps of the object it stands for (Kind.Cached), so the informer, its
+// transform and every reader see objects as before. An object whose
+// metadata does not carry the rest (one written before its writer wrote
+// it there, one another writer changed since) is read in full: by one
+// list of every object not labelled as carrying it, beside the metadata
+// list, and a GET of each labelled one whose metadata turns out not to.
+// Such reads are counted in FullReads.
 //
 // What a replica can verify from its cache stays what it was: each
 // cached object is the object the API server held at its resource
@@ -26,7 +29,7 @@
 // since the annotation names the generation it describes and the API
 // server moves a custom resource's generation at every change of its
 // spec (ipcache.DecodeSpec). Anything else is read in full. The
-// resources are cluster-scoped: the informer's key is the name.
+// resources are cluster-scoped.
 package metawatch
 
 import (
@@ -34,7 +37,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +46,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/cache"
 )
 
 // FullReads counts the objects ListWatch read in full instead of from
@@ -52,7 +53,7 @@ import (
 // the process's registry (metrics.RegisterClientGo does).
 var FullReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "shardnet_full_reads_total",
-	Help: "Objects an informer that watches their metadata read in full because their metadata does not carry their spec (objects of an older version or another writer, or changed by one since), by resource and by how they were read (list, get).",
+	Help: "Objects an informer that lists their metadata read in full because their metadata does not carry their spec (objects of an older version or another writer, or changed by one since), by resource and by how they were read (list, get).",
 }, []string{"resource", "how"})
 
 // Kind is what ListWatch knows of one resource.
@@ -74,24 +75,16 @@ type Kind interface {
 	ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error)
 	// Get reads one object in full.
 	Get(ctx context.Context, name string) (runtime.Object, error)
-	// Deleted returns the object a delete event of m stands for when m
-	// does not carry the rest of it: from cached, the informer's object
-	// of that name and UID, when there is one (nil otherwise), else as
-	// much as m tells.
-	Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object
+	// WatchFull watches the objects of opts in full.
+	WatchFull(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error)
 }
 
-// ListWatch is the ListerWatcher of an informer of kind, which lists and
-// watches the metadata of its objects (meta, the resource's metadata
-// client).
+// ListWatch is the ListerWatcher of an informer of kind, which lists the
+// metadata of its objects (meta, the resource's metadata client) and
+// watches them in full.
 type ListWatch struct {
 	meta metadata.ResourceInterface
 	kind Kind
-
-	mu sync.Mutex
-	// store is the informer's, once SetStore gave it: a deleted object
-	// whose metadata does not carry the rest is delivered as cached.
-	store cache.Store
 }
 
 // New returns the ListWatch of kind over meta, the metadata client of
@@ -100,14 +93,6 @@ func New(meta metadata.ResourceInterface, kind Kind) *ListWatch {
 	FullReads.WithLabelValues(kind.Resource(), "list")
 	FullReads.WithLabelValues(kind.Resource(), "get")
 	return &ListWatch{meta: meta, kind: kind}
-}
-
-// SetStore gives l the informer's store, which a deleted object is read
-// from when its metadata does not carry the rest of it.
-func (l *ListWatch) SetStore(s cache.Store) {
-	l.mu.Lock()
-	l.store = s
-	l.mu.Unlock()
 }
 
 // IsWatchListSemanticsUnSupported: the reflector lists, then watches;
@@ -223,104 +208,9 @@ func (l *ListWatch) Watch(opts metav1.ListOptions) (apiwatch.Interface, error) {
 	return l.WatchWithContext(context.Background(), opts)
 }
 
-// WatchWithContext watches the objects' metadata, delivering each
-// event's object (see ListWithContext). An added or changed object whose
-// metadata does not carry the rest is read by a GET; when that fails the
-// watch ends, and the reflector watches again from the last event it
-// got, so the event comes again.
+// WatchWithContext watches the objects in full (see the package doc).
 func (l *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
-	inner, err := l.meta.Watch(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	w := &objectWatch{inner: inner, result: make(chan apiwatch.Event), cancel: cancel}
-	go w.run(ctx, l)
-	return w, nil
-}
-
-type objectWatch struct {
-	inner  apiwatch.Interface
-	result chan apiwatch.Event
-	cancel context.CancelFunc
-}
-
-func (w *objectWatch) ResultChan() <-chan apiwatch.Event { return w.result }
-
-func (w *objectWatch) Stop() { w.cancel() }
-
-func (w *objectWatch) run(ctx context.Context, l *ListWatch) {
-	defer close(w.result)
-	defer w.inner.Stop()
-	for {
-		var ev apiwatch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return
-		case ev, open = <-w.inner.ResultChan():
-			if !open {
-				return
-			}
-		}
-		out, keep, err := l.convert(ctx, ev)
-		if err != nil {
-			return
-		}
-		if !keep {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case w.result <- out:
-		}
-	}
-}
-
-// convert returns the event ev of the metadata watch stands for; keep is
-// false for one to leave out (an object gone before it could be read).
-// A bookmark carries only metadata, and is delivered as an object of the
-// informer's type with m's metadata (FromMetadata's type is the
-// informer's).
-func (l *ListWatch) convert(ctx context.Context, ev apiwatch.Event) (out apiwatch.Event, keep bool, err error) {
-	m, ok := ev.Object.(*metav1.PartialObjectMetadata)
-	if !ok || ev.Type == apiwatch.Error {
-		return ev, true, nil
-	}
-	if ev.Type == apiwatch.Bookmark {
-		return apiwatch.Event{Type: ev.Type, Object: l.kind.Deleted(m, nil)}, true, nil
-	}
-	m.ManagedFields = nil
-	if obj, ok := l.kind.FromMetadata(m); ok {
-		return apiwatch.Event{Type: ev.Type, Object: obj}, true, nil
-	}
-	if ev.Type == apiwatch.Deleted {
-		return apiwatch.Event{Type: ev.Type, Object: l.kind.Deleted(m, l.cached(m))}, true, nil
-	}
-	obj, err := l.get(ctx, m)
-	if err != nil || obj == nil {
-		return ev, false, err
-	}
-	return apiwatch.Event{Type: ev.Type, Object: obj}, true, nil
-}
-
-// cached is the informer's object of m's name and UID, or nil.
-func (l *ListWatch) cached(m *metav1.PartialObjectMetadata) any {
-	l.mu.Lock()
-	store := l.store
-	l.mu.Unlock()
-	if store == nil {
-		return nil
-	}
-	obj, exists, err := store.GetByKey(m.Name)
-	if err != nil || !exists {
-		return nil
-	}
-	if a, err := meta.Accessor(obj); err != nil || a.GetUID() != m.UID {
-		return nil
-	}
-	return obj
+	return l.kind.WatchFull(ctx, opts)
 }
 
 // Patcher patches one object of a resource with a JSON merge patch.

@@ -94,3 +94,19 @@ func DecodeSpec(name string, labels, annotations map[string]string) (spec Addres
 	}
 	return spec, true, nil
 }
+
+// WithoutSpecAnnotation is annotations without AnnotationSpec: nil when
+// nothing else is left, else a copy (annotations itself is not changed).
+func WithoutSpecAnnotation(annotations map[string]string) map[string]string {
+	_, has := annotations[AnnotationSpec]
+	if len(annotations) == 0 || (has && len(annotations) == 1) {
+		return nil
+	}
+	out := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		if k != AnnotationSpec {
+			out[k] = v
+		}
+	}
+	return out
+}
