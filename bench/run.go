@@ -38,6 +38,7 @@ import (
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/controller"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
@@ -1464,7 +1465,8 @@ func sendOffset(i int, rate float64) time.Duration {
 
 // rawWriter does shardnet's API writes per pod and nothing else: for each
 // network of the pod in turn a claim, then an IP record per network when
-// enabled, and one merge patch of all the annotations. With attach, every
+// enabled, each with its spec in its metadata as shardnet writes them
+// (docs/contract.md N5, N9), and one merge patch of all the annotations. With attach, every
 // pod has the default network and the attachment, as shardnet serves a pod
 // of the attach scenarios.
 type rawWriter struct {
@@ -1546,6 +1548,11 @@ func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
 		if nw.provider != reconcile.DefaultProvider {
 			claim.Spec.Provider = nw.provider
 		}
+		// With its spec in its metadata, as shardnet writes a claim.
+		if v, ok := v1alpha1.EncodeSpec(&claim.Spec); ok {
+			claim.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
+			claim.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
+		}
 		for {
 			if ctx.Err() != nil {
 				return
@@ -1560,6 +1567,7 @@ func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
 		for _, nw := range nets {
 			rec := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: reconcile.PortName(p.Name, p.Namespace, nw.provider)},
 				Spec: kubeovnv1.IPSpec{PodName: p.Name, Namespace: p.Namespace, Subnet: nw.subnet, IPAddress: nw.ip, V4IPAddress: nw.ip}}
+			ipcache.SetSpecInMetadata(rec, 1)
 			_, _ = w.kube.Shardnet.KubeovnV1().IPs().Create(ctx, rec, metav1.CreateOptions{})
 		}
 	}
