@@ -84,8 +84,8 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta meta
 	inf.Kube.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return watch.PodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
 	})
-	// IP records and claims are listed as their metadata, which carries
-	// their spec where shardnet wrote it, and watched in full (metawatch).
+	// IP records and claims are listed and watched as their metadata,
+	// which carries their spec where shardnet wrote it (metawatch).
 	inf.CRDs.InformerFor(&kubeovnv1.IP{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return ipInformer(c, meta, resync)
 	})
@@ -106,20 +106,24 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta meta
 	return inf, nil
 }
 
-// claimInformer is the claim informer of a replica: claims listed as
-// their metadata and watched in full (claimcache.NewListWatch), its watches kept
+// claimInformer is the claim informer of a replica: claims listed and
+// watched as their metadata (claimcache.NewListWatch), its watches kept
 // through an early end, and no namespace index.
 func claimInformer(c versioned.Interface, meta metadata.Interface, resync time.Duration) cache.SharedIndexInformer {
 	lw := claimcache.NewListWatch(meta, c.ShardnetV1alpha1().AddressClaims())
-	return cache.NewSharedIndexInformer(watch.Resume(lw, "addressclaims"), &v1alpha1.AddressClaim{}, resync, cache.Indexers{})
+	i := cache.NewSharedIndexInformer(watch.Resume(lw, "addressclaims"), &v1alpha1.AddressClaim{}, resync, cache.Indexers{})
+	lw.SetStore(i.GetStore())
+	return i
 }
 
-// ipInformer is the IP record informer of a replica: records listed as
-// their metadata and watched in full (ipcache.NewListWatch), its watches kept
+// ipInformer is the IP record informer of a replica: records listed and
+// watched as their metadata (ipcache.NewListWatch), its watches kept
 // through an early end, and no namespace index.
 func ipInformer(c versioned.Interface, meta metadata.Interface, resync time.Duration) cache.SharedIndexInformer {
 	lw := ipcache.NewListWatch(meta, c.KubeovnV1().IPs())
-	return cache.NewSharedIndexInformer(watch.Resume(lw, "ips"), &kubeovnv1.IP{}, resync, cache.Indexers{})
+	i := cache.NewSharedIndexInformer(watch.Resume(lw, "ips"), &kubeovnv1.IP{}, resync, cache.Indexers{})
+	lw.SetStore(i.GetStore())
+	return i
 }
 
 // PodKeys returns the queue keys of the cached pods of one shard, each

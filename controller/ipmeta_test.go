@@ -21,9 +21,9 @@ import (
 )
 
 // TestIPInformerReadsRecordsAsMetadata: on a real API server with
-// kube-ovn's IP CRD, the IP informer of a replica (ipInformer) lists
-// records as their metadata, watches them in full, and caches every
-// record with the spec the API server holds: records shardnet wrote (generation 1 at the
+// kube-ovn's IP CRD, the IP informer of a replica (ipInformer) lists and
+// watches records as their metadata and caches every record with the
+// spec the API server holds: records shardnet wrote (generation 1 at the
 // create, the read generation plus one at an update) from their
 // metadata; kube-ovn's records (unlabelled), records with attach lists
 // (never labelled) and records whose spec another writer changed since
@@ -172,6 +172,9 @@ func TestIPInformerReadsRecordsAsMetadata(t *testing.T) {
 		t.Errorf("event %+v, want the update to node n2", e)
 	}
 	check(upd.Name, true)
+	if d := count("get") - got; d != 1 {
+		t.Errorf("records read in full by a get: %v, want still 1: shardnet's own update's generation is not the one it wrote", d)
+	}
 	now, err := ips.Get(ctx, upd.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

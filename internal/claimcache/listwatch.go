@@ -1,11 +1,12 @@
 package claimcache
 
 import (
-	"context"
+	"encoding/hex"
+	"net/netip"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -16,56 +17,26 @@ import (
 //
 // A claim written by this version carries its spec in its metadata too
 // (v1alpha1.EncodeSpec), so the claim informer lists claims as their
-// metadata only (metawatch). A claim whose metadata does not carry its
+// metadata only, and watches them so (metawatch). A claim whose metadata does not carry its
 // spec (one written before the label existed, or one whose annotation
 // was edited so that it no longer describes its claim) is read in full.
 // A claim is never updated after its create, so its spec read a moment
 // later is the spec it had.
 
-// FullClient reads claims in full: the typed client's AddressClaims().
-type FullClient interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.AddressClaimList, error)
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.AddressClaim, error)
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-}
-
 // NewListWatch returns the ListerWatcher of the claim informer: claims
-// listed as their metadata (meta), read in full with full where their
-// metadata does not carry their spec, and watched in full.
-func NewListWatch(meta metadata.Interface, full FullClient) *metawatch.ListWatch {
-	return metawatch.New(meta.Resource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")), kind{full})
+// listed and watched as their metadata (meta), and read in full with
+// full where their metadata does not carry their spec. Give it the
+// informer's store (SetStore).
+func NewListWatch(meta metadata.Interface, full metawatch.FullClient[*v1alpha1.AddressClaim, *v1alpha1.AddressClaimList]) *metawatch.ListWatch {
+	return metawatch.New(meta.Resource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")), kind{metawatch.Full[*v1alpha1.AddressClaim, *v1alpha1.AddressClaimList]{Client: full}})
 }
 
 // kind is the metawatch.Kind of claims.
-type kind struct{ full FullClient }
+type kind struct {
+	metawatch.Full[*v1alpha1.AddressClaim, *v1alpha1.AddressClaimList]
+}
 
 func (kind) Resource() string { return "addressclaims" }
-
-// unmarked selects the claims whose metadata does not say it carries
-// their spec.
-var unmarked = v1alpha1.LabelSpecInMetadata + "!=" + v1alpha1.SpecInMetadataV1
-
-func (kind) Unmarked() string { return unmarked }
-
-func (k kind) ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error) {
-	l, err := k.full.List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]runtime.Object, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out, nil
-}
-
-func (k kind) Get(ctx context.Context, name string) (runtime.Object, error) {
-	return k.full.Get(ctx, name, metav1.GetOptions{})
-}
-
-func (k kind) WatchFull(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return k.full.Watch(ctx, opts)
-}
 
 func (kind) FromMetadata(m *metav1.PartialObjectMetadata) (runtime.Object, bool) {
 	c, ok := fromMetadata(m)
@@ -102,4 +73,27 @@ func fromMetadata(m *metav1.PartialObjectMetadata) (*v1alpha1.AddressClaim, bool
 	sp.MAC, own = own[:len(sp.MAC)], own[len(sp.MAC):]
 	sp.Owner.Name, sp.Owner.UID = own[:len(sp.Owner.Name)], own[len(sp.Owner.Name):]
 	return c, true
+}
+
+// Deleted is the claim a delete event of m stands for when m does not
+// carry its spec: the cached claim, with m's metadata, or, when the
+// informer has not cached it yet, the subnet and address its name and
+// labels tell (v1alpha1.ClaimName), and no more.
+func (kind) Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object {
+	c := &v1alpha1.AddressClaim{ObjectMeta: m.ObjectMeta}
+	if spec, _, ok := SpecOf(cached); ok {
+		c.Spec = *spec
+		return c
+	}
+	if subnet := m.Labels[v1alpha1.LabelSubnet]; subnet != "" && strings.HasPrefix(m.Name, subnet+".") {
+		rest := m.Name[len(subnet)+1:]
+		a, err := netip.ParseAddr(rest)
+		if b, herr := hex.DecodeString(rest); err != nil && herr == nil && len(b) == 16 {
+			a, err = netip.AddrFrom16([16]byte(b)), nil
+		}
+		if err == nil && v1alpha1.ClaimName(subnet, a) == m.Name {
+			c.Spec.Subnet, c.Spec.Address = subnet, a.String()
+		}
+	}
+	return c
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
@@ -17,7 +15,7 @@ import (
 	"github.com/shardnet/shardnet/internal/metawatch"
 )
 
-// Listing IP records as their metadata (watched, they come in full).
+// Reading IP records as their metadata.
 //
 // An IP record is written by shardnet and, before a takeover or beside
 // it, by kube-ovn, and shardnet updates the records it writes. So the
@@ -35,38 +33,20 @@ import (
 // and the generation in an AnnotationSpec value of a record.
 const specFields = 10
 
-// emptyField stands for an empty field; no field is "-" itself.
-const emptyField = "-"
-
 // EncodeSpec returns the AnnotationSpec value of a record's spec s at
 // generation gen:
 //
 //	v1 <generation> <pod> <namespace> <subnet> <node> <ipAddress> <v4IpAddress> <v6IpAddress> <macAddress> <containerID> <podType>
 //
-// with "-" for an empty field. ok is false when s cannot be written so
-// (an attach list, a field with a space, or one that is "-"): such a
-// record is written without the label and the annotation, and read in
-// full.
+// with "-" for an empty field (v1alpha1.EncodeFields). ok is false when s
+// cannot be written so (an attach list, a field with a space, or one
+// that is "-"): such a record is written without the label and the
+// annotation, and read in full.
 func EncodeSpec(s *kubeovnv1.IPSpec, gen int64) (value string, ok bool) {
 	if len(s.AttachSubnets) > 0 || len(s.AttachIPs) > 0 || len(s.AttachMacs) > 0 || gen < 1 {
 		return "", false
 	}
-	fields := [specFields]string{s.PodName, s.Namespace, s.Subnet, s.NodeName, s.IPAddress, s.V4IPAddress, s.V6IPAddress, s.MacAddress, s.ContainerID, s.PodType}
-	var b strings.Builder
-	b.WriteString(v1alpha1.SpecInMetadataV1)
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatInt(gen, 10))
-	for _, f := range fields {
-		if f == emptyField || strings.ContainsAny(f, " \t\n\r") {
-			return "", false
-		}
-		if f == "" {
-			f = emptyField
-		}
-		b.WriteByte(' ')
-		b.WriteString(f)
-	}
-	return b.String(), true
+	return v1alpha1.EncodeFields(strconv.FormatInt(gen, 10), s.PodName, s.Namespace, s.Subnet, s.NodeName, s.IPAddress, s.V4IPAddress, s.V6IPAddress, s.MacAddress, s.ContainerID, s.PodType)
 }
 
 // DecodeSpec returns the spec the metadata of a record carries, when its
@@ -74,36 +54,18 @@ func EncodeSpec(s *kubeovnv1.IPSpec, gen int64) (value string, ok bool) {
 // describes generation gen, the record's. ok is false otherwise; err is
 // set for a record marked with a malformed annotation.
 func DecodeSpec(gen int64, labels, annotations map[string]string) (spec kubeovnv1.IPSpec, ok bool, err error) {
-	if labels[v1alpha1.LabelSpecInMetadata] != v1alpha1.SpecInMetadataV1 {
-		return spec, false, nil
+	var f [specFields + 1]string
+	if ok, err := v1alpha1.DecodeFields(labels, annotations, f[:]); !ok || err != nil {
+		return spec, false, err
 	}
-	v, found := annotations[v1alpha1.AnnotationSpec]
-	if !found {
-		return spec, false, fmt.Errorf("labelled %s=%s but has no %s annotation", v1alpha1.LabelSpecInMetadata, v1alpha1.SpecInMetadataV1, v1alpha1.AnnotationSpec)
-	}
-	var f [specFields + 2]string
-	rest := v
-	for i := range f {
-		var more bool
-		f[i], rest, more = strings.Cut(rest, " ")
-		if more != (i < specFields+1) {
-			return spec, false, fmt.Errorf("%s has not %d space-separated fields: %q", v1alpha1.AnnotationSpec, specFields+2, v)
-		}
-		if f[i] == emptyField {
-			f[i] = ""
-		}
-	}
-	if f[0] != v1alpha1.SpecInMetadataV1 {
-		return spec, false, fmt.Errorf("%s is not of version %s: %q", v1alpha1.AnnotationSpec, v1alpha1.SpecInMetadataV1, v)
-	}
-	if g, perr := strconv.ParseInt(f[1], 10, 64); perr != nil || g < 1 {
-		return spec, false, fmt.Errorf("%s names no generation: %q", v1alpha1.AnnotationSpec, v)
+	if g, perr := strconv.ParseInt(f[0], 10, 64); perr != nil || g < 1 {
+		return spec, false, fmt.Errorf("%s names no generation: %q", v1alpha1.AnnotationSpec, annotations[v1alpha1.AnnotationSpec])
 	} else if g != gen {
 		// Written at another generation: the spec changed since.
 		return spec, false, nil
 	}
-	return kubeovnv1.IPSpec{PodName: f[2], Namespace: f[3], Subnet: f[4], NodeName: f[5], IPAddress: f[6],
-		V4IPAddress: f[7], V6IPAddress: f[8], MacAddress: f[9], ContainerID: f[10], PodType: f[11]}, true, nil
+	return kubeovnv1.IPSpec{PodName: f[1], Namespace: f[2], Subnet: f[3], NodeName: f[4], IPAddress: f[5],
+		V4IPAddress: f[6], V6IPAddress: f[7], MacAddress: f[8], ContainerID: f[9], PodType: f[10]}, true, nil
 }
 
 // SetSpecInMetadata writes ip's spec into its metadata at generation
@@ -127,50 +89,20 @@ func SetSpecInMetadata(ip *kubeovnv1.IP, gen int64) {
 	ip.Annotations[v1alpha1.AnnotationSpec] = v
 }
 
-// FullClient reads IP records in full: the typed client's IPs().
-type FullClient interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*kubeovnv1.IPList, error)
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (*kubeovnv1.IP, error)
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-}
-
 // NewListWatch returns the ListerWatcher of the IP informer: records
-// listed as their metadata (meta), read in full with full where their
-// metadata does not carry their spec, and watched in full.
-func NewListWatch(meta metadata.Interface, full FullClient) *metawatch.ListWatch {
-	return metawatch.New(meta.Resource(kubeovnv1.SchemeGroupVersion.WithResource("ips")), kind{full})
+// listed and watched as their metadata (meta), and read in full with
+// full where their metadata does not carry their spec. Give it the
+// informer's store (SetStore).
+func NewListWatch(meta metadata.Interface, full metawatch.FullClient[*kubeovnv1.IP, *kubeovnv1.IPList]) *metawatch.ListWatch {
+	return metawatch.New(meta.Resource(kubeovnv1.SchemeGroupVersion.WithResource("ips")), kind{metawatch.Full[*kubeovnv1.IP, *kubeovnv1.IPList]{Client: full}})
 }
 
 // kind is the metawatch.Kind of IP records.
-type kind struct{ full FullClient }
+type kind struct {
+	metawatch.Full[*kubeovnv1.IP, *kubeovnv1.IPList]
+}
 
 func (kind) Resource() string { return "ips" }
-
-// unmarked selects the records whose metadata does not say it carries
-// their spec.
-var unmarked = v1alpha1.LabelSpecInMetadata + "!=" + v1alpha1.SpecInMetadataV1
-
-func (kind) Unmarked() string { return unmarked }
-
-func (k kind) ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error) {
-	l, err := k.full.List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]runtime.Object, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out, nil
-}
-
-func (k kind) Get(ctx context.Context, name string) (runtime.Object, error) {
-	return k.full.Get(ctx, name, metav1.GetOptions{})
-}
-
-func (k kind) WatchFull(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return k.full.Watch(ctx, opts)
-}
 
 // dropSpecAnnotation removes from ip the annotation that copies its
 // spec into its metadata when it describes ip's spec at ip's
@@ -222,6 +154,17 @@ func (kind) Cached(obj runtime.Object) runtime.Object {
 		}
 	}
 	return obj
+}
+
+// Deleted is the record a delete event of m stands for when m does not
+// carry its spec: the cached record, with m's metadata, or m's metadata
+// alone.
+func (kind) Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object {
+	ip := &kubeovnv1.IP{ObjectMeta: m.ObjectMeta}
+	if c, ok := Of(cached); ok {
+		ip.Spec = c.Spec
+	}
+	return ip
 }
 
 // MarkOld writes the spec of at most max cached records whose metadata

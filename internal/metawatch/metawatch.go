@@ -1,25 +1,23 @@
-// Package metawatch lists a custom resource as its object metadata, for
-// objects whose metadata carries the rest of what a reader uses (their
-// spec, written there by their writer), reads the others in full, and
-// watches the resource in full.
+// Package metawatch lists and watches a custom resource as its object
+// metadata, for objects whose metadata carries the rest of what a reader
+// uses (their spec, written there by their writer), and reads the others
+// in full.
 //
 // The API server encodes a custom resource's metadata alone
-// (PartialObjectMetadata) in protobuf, and a client decodes it, for a
+// (PartialObjectMetadata) in protobuf, and a watcher decodes it, for a
 // fraction of what the object in full costs them in JSON: at 50,000 pods
 // the claims and IP records are most of what a replica's restart loads
-// (docs/decisions/0009). A watch is another matter: the API server
-// encodes a changed object once for every watcher that asks for it in
-// full, and converts it to metadata anew for each watcher that asks for
-// that, so the watch that follows the list asks for the objects in full.
+// (docs/decisions/0009).
 //
-// ListWatch's list turns each object into what the informer's cache
-// keeps of the object it stands for (Kind.Cached), so the informer, its
-// transform and every reader see objects as before. An object whose
-// metadata does not carry the rest (one written before its writer wrote
-// it there, one another writer changed since) is read in full: by one
-// list of every object not labelled as carrying it, beside the metadata
-// list, and a GET of each labelled one whose metadata turns out not to.
-// Such reads are counted in FullReads.
+// ListWatch turns each object into the object it stands for (in a list,
+// into what the informer's cache keeps of it, Kind.Cached), so the
+// informer, its transform and every reader see objects as before. An
+// object whose metadata does not carry the rest (one written before its
+// writer wrote it there, one another writer changed since) is read in
+// full: at a list, with one list of every object not labelled as
+// carrying it beside the metadata list, and a GET of each labelled one
+// whose metadata turns out not to; in a watch, by a GET. Such reads are
+// counted in FullReads.
 //
 // What a replica can verify from its cache stays what it was: each
 // cached object is the object the API server held at its resource
@@ -37,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +45,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 )
 
 // FullReads counts the objects ListWatch read in full instead of from
@@ -53,7 +55,7 @@ import (
 // the process's registry (metrics.RegisterClientGo does).
 var FullReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "shardnet_full_reads_total",
-	Help: "Objects an informer that lists their metadata read in full because their metadata does not carry their spec (objects of an older version or another writer, or changed by one since), by resource and by how they were read (list, get).",
+	Help: "Objects an informer that watches their metadata read in full because their metadata does not carry their spec (objects of an older version or another writer, or changed by one since), by resource and by how they were read (list, get).",
 }, []string{"resource", "how"})
 
 // Kind is what ListWatch knows of one resource.
@@ -68,23 +70,33 @@ type Kind interface {
 	// FromMetadata returned, or obj itself: a list's item. The
 	// informer's transform takes either.
 	Cached(obj runtime.Object) runtime.Object
-	// Unmarked is the label selector of the objects whose metadata is
-	// not labelled as carrying the rest of them.
-	Unmarked() string
 	// ListFull lists in full the objects of opts.
 	ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error)
 	// Get reads one object in full.
 	Get(ctx context.Context, name string) (runtime.Object, error)
-	// WatchFull watches the objects of opts in full.
-	WatchFull(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error)
+	// Deleted returns the object a delete event of m stands for when m
+	// does not carry the rest of it: from cached, the informer's object
+	// of that name and UID, when there is one (nil otherwise), else as
+	// much as m tells. With m a bookmark, the object of the informer's
+	// type with m's metadata.
+	Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object
 }
 
-// ListWatch is the ListerWatcher of an informer of kind, which lists the
-// metadata of its objects (meta, the resource's metadata client) and
-// watches them in full.
+// unmarked selects the objects whose metadata is not labelled as
+// carrying the rest of them.
+var unmarked = v1alpha1.LabelSpecInMetadata + "!=" + v1alpha1.SpecInMetadataV1
+
+// ListWatch is the ListerWatcher of an informer of kind, which lists and
+// watches the metadata of its objects (meta, the resource's metadata
+// client).
 type ListWatch struct {
 	meta metadata.ResourceInterface
 	kind Kind
+
+	mu sync.Mutex
+	// store is the informer's, once SetStore gave it: a deleted object
+	// whose metadata does not carry the rest is delivered as cached.
+	store cache.Store
 }
 
 // New returns the ListWatch of kind over meta, the metadata client of
@@ -93,6 +105,14 @@ func New(meta metadata.ResourceInterface, kind Kind) *ListWatch {
 	FullReads.WithLabelValues(kind.Resource(), "list")
 	FullReads.WithLabelValues(kind.Resource(), "get")
 	return &ListWatch{meta: meta, kind: kind}
+}
+
+// SetStore gives l the informer's store, which a deleted object is read
+// from when its metadata does not carry the rest of it.
+func (l *ListWatch) SetStore(s cache.Store) {
+	l.mu.Lock()
+	l.store = s
+	l.mu.Unlock()
 }
 
 // IsWatchListSemanticsUnSupported: the reflector lists, then watches;
@@ -125,7 +145,7 @@ var pageSize int64 = 5000
 func (l *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	opts.Limit, opts.Continue = 0, ""
 	fullOpts := opts
-	fullOpts.LabelSelector = l.kind.Unmarked()
+	fullOpts.LabelSelector = unmarked
 	if opts.LabelSelector != "" {
 		fullOpts.LabelSelector = opts.LabelSelector + "," + fullOpts.LabelSelector
 	}
@@ -208,9 +228,104 @@ func (l *ListWatch) Watch(opts metav1.ListOptions) (apiwatch.Interface, error) {
 	return l.WatchWithContext(context.Background(), opts)
 }
 
-// WatchWithContext watches the objects in full (see the package doc).
+// WatchWithContext watches the objects' metadata, delivering each
+// event's object (see ListWithContext). An added or changed object whose
+// metadata does not carry the rest is read by a GET; when that fails the
+// watch ends, and the reflector watches again from the last event it
+// got, so the event comes again.
 func (l *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
-	return l.kind.WatchFull(ctx, opts)
+	inner, err := l.meta.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &objectWatch{inner: inner, result: make(chan apiwatch.Event), cancel: cancel}
+	go w.run(ctx, l)
+	return w, nil
+}
+
+type objectWatch struct {
+	inner  apiwatch.Interface
+	result chan apiwatch.Event
+	cancel context.CancelFunc
+}
+
+func (w *objectWatch) ResultChan() <-chan apiwatch.Event { return w.result }
+
+func (w *objectWatch) Stop() { w.cancel() }
+
+func (w *objectWatch) run(ctx context.Context, l *ListWatch) {
+	defer close(w.result)
+	defer w.inner.Stop()
+	for {
+		var ev apiwatch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return
+		case ev, open = <-w.inner.ResultChan():
+			if !open {
+				return
+			}
+		}
+		out, keep, err := l.convert(ctx, ev)
+		if err != nil {
+			return
+		}
+		if !keep {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case w.result <- out:
+		}
+	}
+}
+
+// convert returns the event ev of the metadata watch stands for; keep is
+// false for one to leave out (an object gone before it could be read).
+// A bookmark carries only metadata, and is delivered as an object of the
+// informer's type with m's metadata (FromMetadata's type is the
+// informer's).
+func (l *ListWatch) convert(ctx context.Context, ev apiwatch.Event) (out apiwatch.Event, keep bool, err error) {
+	m, ok := ev.Object.(*metav1.PartialObjectMetadata)
+	if !ok || ev.Type == apiwatch.Error {
+		return ev, true, nil
+	}
+	if ev.Type == apiwatch.Bookmark {
+		return apiwatch.Event{Type: ev.Type, Object: l.kind.Deleted(m, nil)}, true, nil
+	}
+	m.ManagedFields = nil
+	if obj, ok := l.kind.FromMetadata(m); ok {
+		return apiwatch.Event{Type: ev.Type, Object: obj}, true, nil
+	}
+	if ev.Type == apiwatch.Deleted {
+		return apiwatch.Event{Type: ev.Type, Object: l.kind.Deleted(m, l.cached(m))}, true, nil
+	}
+	obj, err := l.get(ctx, m)
+	if err != nil || obj == nil {
+		return ev, false, err
+	}
+	return apiwatch.Event{Type: ev.Type, Object: obj}, true, nil
+}
+
+// cached is the informer's object of m's name and UID, or nil.
+func (l *ListWatch) cached(m *metav1.PartialObjectMetadata) any {
+	l.mu.Lock()
+	store := l.store
+	l.mu.Unlock()
+	if store == nil {
+		return nil
+	}
+	obj, exists, err := store.GetByKey(m.Name)
+	if err != nil || !exists {
+		return nil
+	}
+	if a, err := meta.Accessor(obj); err != nil || a.GetUID() != m.UID {
+		return nil
+	}
+	return obj
 }
 
 // Patcher patches one object of a resource with a JSON merge patch.
@@ -261,4 +376,34 @@ func MarkAll(ctx context.Context, marks []Mark, patch Patcher) (marked, failed i
 		}
 	}
 	return marked, failed, errors.Join(errs...)
+}
+
+// Full is the part of a Kind that reads objects in full, through
+// Client, the resource's typed client (T its object, L its list).
+type Full[T, L runtime.Object] struct {
+	Client FullClient[T, L]
+}
+
+// ListFull lists the objects of opts in full.
+func (f Full[T, L]) ListFull(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, error) {
+	l, err := f.Client.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return meta.ExtractList(l)
+}
+
+// Get reads one object in full.
+func (f Full[T, L]) Get(ctx context.Context, name string) (runtime.Object, error) {
+	obj, err := f.Client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// FullClient is the typed client Full reads with.
+type FullClient[T, L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 }

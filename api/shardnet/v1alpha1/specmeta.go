@@ -29,19 +29,15 @@ const (
 const specFields = 9
 
 // emptyField stands for an empty field in an AnnotationSpec value. No
-// field is "-" itself: names, addresses and MACs cannot be, and EncodeSpec
-// refuses a provider that is.
+// field is "-" itself: names, addresses and MACs cannot be, and
+// EncodeFields refuses any other that is.
 const emptyField = "-"
 
-// EncodeSpec returns the AnnotationSpec value of s:
-//
-//	v1 <subnet> <address> <provider> <mac> <node> <kind> <namespace> <name> <uid>
-//
-// with "-" for an empty field. ok is false when s cannot be written so
-// (a field with a space, or one that is "-"): such a claim is written
-// without the label and the annotation, and read in full.
-func EncodeSpec(s *AddressClaimSpec) (value string, ok bool) {
-	fields := [specFields]string{s.Subnet, s.Address, s.Provider, s.MAC, s.NodeName, s.Owner.Kind, s.Owner.Namespace, s.Owner.Name, s.Owner.UID}
+// EncodeFields is an AnnotationSpec value of version SpecInMetadataV1
+// with fields, space-separated, "-" for an empty one. ok is false when a
+// field has a space or is "-" itself: such an object is written without
+// the label and the annotation, and read in full.
+func EncodeFields(fields ...string) (value string, ok bool) {
 	var b strings.Builder
 	b.WriteString(SpecInMetadataV1)
 	for _, f := range fields {
@@ -57,6 +53,44 @@ func EncodeSpec(s *AddressClaimSpec) (value string, ok bool) {
 	return b.String(), true
 }
 
+// DecodeFields reads into fields the fields of an AnnotationSpec value
+// that EncodeFields wrote with len(fields) of them. ok is false when
+// labels do not mark the object (LabelSpecInMetadata); err is set when
+// they do and the annotation is missing, of another version, or has
+// another number of fields.
+func DecodeFields(labels, annotations map[string]string, fields []string) (ok bool, err error) {
+	if labels[LabelSpecInMetadata] != SpecInMetadataV1 {
+		return false, nil
+	}
+	v, found := annotations[AnnotationSpec]
+	if !found {
+		return false, fmt.Errorf("labelled %s=%s but has no %s annotation", LabelSpecInMetadata, SpecInMetadataV1, AnnotationSpec)
+	}
+	version, rest, more := strings.Cut(v, " ")
+	if version != SpecInMetadataV1 || !more {
+		return false, fmt.Errorf("%s is not of version %s: %q", AnnotationSpec, SpecInMetadataV1, v)
+	}
+	for i := range fields {
+		fields[i], rest, more = strings.Cut(rest, " ")
+		if more != (i < len(fields)-1) {
+			return false, fmt.Errorf("%s has not %d space-separated fields after its version: %q", AnnotationSpec, len(fields), v)
+		}
+		if fields[i] == emptyField {
+			fields[i] = ""
+		}
+	}
+	return true, nil
+}
+
+// EncodeSpec returns the AnnotationSpec value of s:
+//
+//	v1 <subnet> <address> <provider> <mac> <node> <kind> <namespace> <name> <uid>
+//
+// with "-" for an empty field (EncodeFields).
+func EncodeSpec(s *AddressClaimSpec) (value string, ok bool) {
+	return EncodeFields(s.Subnet, s.Address, s.Provider, s.MAC, s.NodeName, s.Owner.Kind, s.Owner.Namespace, s.Owner.Name, s.Owner.UID)
+}
+
 // DecodeSpec returns the spec the metadata of the claim named name
 // carries: the AnnotationSpec value of annotations, if labels mark it
 // (LabelSpecInMetadata). ok is false for a claim not so marked; err is
@@ -64,33 +98,18 @@ func EncodeSpec(s *AddressClaimSpec) (value string, ok bool) {
 // or names another claim (ClaimName of its subnet and address is not
 // name). A reader reads either kind in full.
 func DecodeSpec(name string, labels, annotations map[string]string) (spec AddressClaimSpec, ok bool, err error) {
-	if labels[LabelSpecInMetadata] != SpecInMetadataV1 {
-		return spec, false, nil
-	}
-	v, found := annotations[AnnotationSpec]
-	if !found {
-		return spec, false, fmt.Errorf("claim %s is labelled %s=%s but has no %s annotation", name, LabelSpecInMetadata, SpecInMetadataV1, AnnotationSpec)
-	}
-	var f [specFields + 1]string
-	rest := v
-	for i := range f {
-		var more bool
-		f[i], rest, more = strings.Cut(rest, " ")
-		if more != (i < specFields) {
-			return spec, false, fmt.Errorf("claim %s: %s has not %d space-separated fields: %q", name, AnnotationSpec, specFields+1, v)
+	var f [specFields]string
+	if ok, err := DecodeFields(labels, annotations, f[:]); !ok || err != nil {
+		if err != nil {
+			err = fmt.Errorf("claim %s: %w", name, err)
 		}
-		if f[i] == emptyField {
-			f[i] = ""
-		}
+		return spec, false, err
 	}
-	if f[0] != SpecInMetadataV1 {
-		return spec, false, fmt.Errorf("claim %s: %s is not of version %s: %q", name, AnnotationSpec, SpecInMetadataV1, v)
-	}
-	spec = AddressClaimSpec{Subnet: f[1], Address: f[2], Provider: f[3], MAC: f[4], NodeName: f[5],
-		Owner: ClaimOwner{Kind: f[6], Namespace: f[7], Name: f[8], UID: f[9]}}
+	spec = AddressClaimSpec{Subnet: f[0], Address: f[1], Provider: f[2], MAC: f[3], NodeName: f[4],
+		Owner: ClaimOwner{Kind: f[5], Namespace: f[6], Name: f[7], UID: f[8]}}
 	a, perr := netip.ParseAddr(spec.Address)
 	if perr != nil || spec.Subnet == "" || spec.Owner.Kind == "" || spec.Owner.Name == "" || ClaimName(spec.Subnet, a) != name {
-		return AddressClaimSpec{}, false, fmt.Errorf("claim %s: %s does not describe it: %q", name, AnnotationSpec, v)
+		return AddressClaimSpec{}, false, fmt.Errorf("claim %s: %s does not describe it: %q", name, AnnotationSpec, annotations[AnnotationSpec])
 	}
 	return spec, true, nil
 }
