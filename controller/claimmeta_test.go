@@ -81,26 +81,13 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	listed, got := testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "list")), testutil.ToFloat64(metawatch.FullReads.WithLabelValues("addressclaims", "get"))
 	inf := claimInformer(fast, meta, 0)
 	inf.SetTransform(trimCRD)
-	type event struct {
-		kind string
-		spec v1alpha1.AddressClaimSpec
-	}
-	events := make(chan event, 64)
-	note := func(kind string) func(any) {
-		return func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if s, _, ok := claimcache.SpecOf(obj); ok && s.Subnet == subnet {
-				events <- event{kind, *s}
-			}
+	events := recordEvents(t, ctx, inf, func(obj any) (v1alpha1.AddressClaimSpec, bool) {
+		s, _, ok := claimcache.SpecOf(obj)
+		if !ok || s.Subnet != subnet {
+			return v1alpha1.AddressClaimSpec{}, false
 		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: note("add"), UpdateFunc: func(_, obj any) { note("update")(obj) }, DeleteFunc: note("delete"),
-	}); err != nil {
-		t.Fatal(err)
-	}
+		return *s, true
+	})
 	stop := make(chan struct{})
 	defer close(stop)
 	go inf.Run(stop)
@@ -145,29 +132,19 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	check(claim(2, false).Name, true)
 	check(edited.Name, false)
 
-	// wait returns the next event of the test's subnet.
-	wait := func() event {
-		t.Helper()
-		select {
-		case e := <-events:
-			return e
-		case <-ctx.Done():
-			t.Fatal("no claim event before the test's deadline")
-		}
-		return event{}
-	}
+	wait := events.next
 	for range 4 {
 		if e := wait(); e.kind != "add" {
 			t.Fatalf("event %+v before the watch, want the list's adds", e)
 		}
 	}
 	create(claim(4, true))
-	if e := wait(); e.kind != "add" || e.spec != claim(4, true).Spec {
+	if e := wait(); e.kind != "add" || e.obj != claim(4, true).Spec {
 		t.Errorf("event %+v, want the add of %+v", e, claim(4, true).Spec)
 	}
 	check(claim(4, true).Name, true)
 	create(claim(5, false))
-	if e := wait(); e.kind != "add" || e.spec != claim(5, false).Spec {
+	if e := wait(); e.kind != "add" || e.obj != claim(5, false).Spec {
 		t.Errorf("event %+v, want the add of %+v (read in full)", e, claim(5, false).Spec)
 	}
 	check(claim(5, false).Name, true)
@@ -181,7 +158,7 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	if err := claims.Delete(ctx, gone.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if e := wait(); e.kind != "delete" || e.spec != gone.Spec {
+	if e := wait(); e.kind != "delete" || e.obj != gone.Spec {
 		t.Errorf("event %+v, want the delete of %+v", e, gone.Spec)
 	}
 	if _, exists, _ := inf.GetIndexer().GetByKey(gone.Name); exists {
@@ -199,7 +176,7 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	if err != nil || marked < 1 || left != 0 {
 		t.Fatalf("MarkOld: %d marked, %d left, %v; want at least 1 marked, none left", marked, left, err)
 	}
-	if e := wait(); e.kind != "update" || e.spec != old.Spec {
+	if e := wait(); e.kind != "update" || e.obj != old.Spec {
 		t.Errorf("event %+v, want the update of %+v", e, old.Spec)
 	}
 	// The patch names the claim's UID: another claim of the name is left

@@ -84,26 +84,13 @@ func TestIPInformerReadsRecordsAsMetadata(t *testing.T) {
 	listed, got := count("list"), count("get")
 	inf := ipInformer(fast, meta, 0)
 	inf.SetTransform(trimCRD)
-	type event struct {
-		kind string
-		spec kubeovnv1.IPSpec
-	}
-	events := make(chan event, 64)
-	note := func(kind string) func(any) {
-		return func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if ip, ok := ipcache.Of(obj); ok {
-				events <- event{kind, ip.Spec}
-			}
+	events := recordEvents(t, ctx, inf, func(obj any) (kubeovnv1.IPSpec, bool) {
+		ip, ok := ipcache.Of(obj)
+		if !ok {
+			return kubeovnv1.IPSpec{}, false
 		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: note("add"), UpdateFunc: func(_, obj any) { note("update")(obj) }, DeleteFunc: note("delete"),
-	}); err != nil {
-		t.Fatal(err)
-	}
+		return ip.Spec, true
+	})
 	stop := make(chan struct{})
 	defer close(stop)
 	go inf.Run(stop)
@@ -143,16 +130,7 @@ func TestIPInformerReadsRecordsAsMetadata(t *testing.T) {
 	check(record(1, false).Name, true)
 	check(attach.Name, false)
 	check(changed.Name, false)
-	wait := func() event {
-		t.Helper()
-		select {
-		case e := <-events:
-			return e
-		case <-ctx.Done():
-			t.Fatal("no record event before the test's deadline")
-		}
-		return event{}
-	}
+	wait := events.next
 	for range 4 {
 		if e := wait(); e.kind != "add" {
 			t.Fatalf("event %+v before the watch, want the list's adds", e)
@@ -168,7 +146,7 @@ func TestIPInformerReadsRecordsAsMetadata(t *testing.T) {
 	if _, err := ips.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if e := wait(); e.kind != "update" || e.spec.NodeName != "n2" {
+	if e := wait(); e.kind != "update" || e.obj.NodeName != "n2" {
 		t.Errorf("event %+v, want the update to node n2", e)
 	}
 	check(upd.Name, true)
@@ -189,7 +167,7 @@ func TestIPInformerReadsRecordsAsMetadata(t *testing.T) {
 	if err := ips.Delete(ctx, gone.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if e := wait(); e.kind != "delete" || e.spec.IPAddress != gone.Spec.IPAddress || e.spec.MacAddress != gone.Spec.MacAddress {
+	if e := wait(); e.kind != "delete" || e.obj.IPAddress != gone.Spec.IPAddress || e.obj.MacAddress != gone.Spec.MacAddress {
 		t.Errorf("event %+v, want the delete of %+v", e, gone.Spec)
 	}
 
