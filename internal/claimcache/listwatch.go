@@ -16,10 +16,11 @@ import (
 // Reading claims as their metadata.
 //
 // A claim written by this version carries its spec in its metadata too
-// (v1alpha1.EncodeSpec), so the claim informer lists claims as their
-// metadata only, and watches them so (metawatch). A claim whose metadata does not carry its
-// spec (one written before the label existed, or one whose annotation
-// was edited so that it no longer describes its claim) is read in full.
+// (v1alpha1.EncodeSpec), so the claim informer lists and watches claims
+// as their metadata only (metawatch). A claim whose metadata does not
+// carry its spec (one written before the label existed, or one whose
+// annotation was edited so that it no longer describes its claim) is
+// read in full.
 // A claim is never updated after its create, so its spec read a moment
 // later is the spec it had.
 

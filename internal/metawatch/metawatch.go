@@ -46,6 +46,7 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 )
@@ -270,6 +271,7 @@ func (w *objectWatch) run(ctx context.Context, l *ListWatch) {
 		}
 		out, keep, err := l.convert(ctx, ev)
 		if err != nil {
+			klog.FromContext(ctx).Error(err, "Ending a watch of metadata: an object could not be read in full; the informer watches again from its last event", "resource", l.kind.Resource())
 			return
 		}
 		if !keep {
