@@ -216,9 +216,10 @@ func (c *Config) complete() (*rest.Config, error) {
 
 // Protobuf is rc for clients of Kubernetes' built-in types: they speak
 // protobuf, which the API server encodes and a replica decodes for a
-// fraction of the CPU JSON costs (every replica watches every pod). The
-// clients of custom resources keep rc's JSON: the API server serves them
-// no protobuf.
+// fraction of the CPU JSON costs (every replica watches every pod), and
+// for the metadata client (PartialObjectMetadata is a built-in type, for
+// custom resources too). The clients of custom resources in full keep
+// rc's JSON: the API server serves them no protobuf.
 func Protobuf(rc *rest.Config) *rest.Config {
 	rc = rest.CopyConfig(rc)
 	rc.ContentType = runtime.ContentTypeProtobuf

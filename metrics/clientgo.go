@@ -40,10 +40,9 @@ func (resultAdapter) Increment(_ context.Context, code, method, host string) {
 // RegisterClientGo routes client-go's REST client metrics and its leader
 // election metrics (leaderelection.go), both process-wide, to reg, with
 // the count of watches the informers kept through an early end
-// (watch.Resumes) and the claims read in full (metawatch.FullReads).
-// client-go
-// accepts one registration per process; later calls only register the
-// collectors with reg.
+// (watch.Resumes) and of the claims and IP records read in full
+// (metawatch.FullReads). client-go accepts one registration per process;
+// later calls only register the collectors with reg.
 func RegisterClientGo(reg prometheus.Registerer) error {
 	registerOnce.Do(func() {
 		clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: latencyAdapter{}, RequestResult: resultAdapter{}})

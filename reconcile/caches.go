@@ -257,7 +257,6 @@ func (c *Caches) Subnets() []*kubeovnv1.Subnet {
 	return s
 }
 
-// IPPool implements Catalog.
 // MarkOldIPs writes the spec of cached IP records whose metadata does
 // not carry it into their metadata (ipcache.MarkOld).
 func (c *Caches) MarkOldIPs(ctx context.Context, patch metawatch.Patcher, max int) (marked, left int, err error) {
@@ -267,6 +266,7 @@ func (c *Caches) MarkOldIPs(ctx context.Context, patch metawatch.Patcher, max in
 	return ipcache.MarkOld(ctx, c.ipIndexer, patch, max)
 }
 
+// IPPool implements Catalog.
 func (c *Caches) IPPool(name string) (*kubeovnv1.IPPool, bool) {
 	p, err := c.IPPoolLister.Get(name)
 	return p, err == nil
