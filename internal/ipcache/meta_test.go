@@ -33,20 +33,13 @@ func TestSpecInMetadataRoundTrip(t *testing.T) {
 		ip := &kubeovnv1.IP{Spec: s}
 		SetSpecInMetadata(ip, gen)
 		got, ok, err := DecodeSpec(gen, ip.Labels, ip.Annotations)
-		if err != nil || !ok || !equalSpecs(got, s) {
+		if err != nil || !ok || !sameSpec(&got, &s) {
 			t.Fatalf("DecodeSpec(EncodeSpec(%+v)) = %+v, %v, %v (value %q)", s, got, ok, err, ip.Annotations[v1alpha1.AnnotationSpec])
 		}
 		if _, ok, err := DecodeSpec(gen+1, ip.Labels, ip.Annotations); ok || err != nil {
 			t.Fatalf("read at generation %d a spec written at %d: ok %v, err %v", gen+1, gen, ok, err)
 		}
 	}
-}
-
-func equalSpecs(a, b kubeovnv1.IPSpec) bool {
-	return a.PodName == b.PodName && a.Namespace == b.Namespace && a.Subnet == b.Subnet && a.NodeName == b.NodeName &&
-		a.IPAddress == b.IPAddress && a.V4IPAddress == b.V4IPAddress && a.V6IPAddress == b.V6IPAddress &&
-		a.MacAddress == b.MacAddress && a.ContainerID == b.ContainerID && a.PodType == b.PodType &&
-		len(a.AttachSubnets)+len(a.AttachIPs)+len(a.AttachMacs)+len(b.AttachSubnets)+len(b.AttachIPs)+len(b.AttachMacs) == 0
 }
 
 // TestSpecInMetadataRefusals: a spec with attach lists, a space or a
