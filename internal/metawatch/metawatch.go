@@ -136,9 +136,11 @@ var pageSize int64 = 5000
 // objects not labelled as carrying the rest. The result is at the
 // metadata list's resource version, whole (opts' limit and continue are
 // dropped, as the reflector's pager allows): an object the full list
-// missed (created between the two) or whose metadata does not carry the
-// rest though labelled so is read by a GET, one the full list has and
-// the metadata list has not (deleted in between) is left out.
+// missed (created between the two) or has at another version than the
+// metadata list (changed between the two), or whose metadata does not
+// carry the rest though labelled so, is read by a GET; one the full list
+// has and the metadata list has not (deleted in between) is left out.
+// The two lists run at once.
 //
 // The metadata list is a consistent read (resource version ""): the API
 // server serves it from its watch cache, pages included, where "0" (any
@@ -150,20 +152,19 @@ func (l *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions
 	if opts.LabelSelector != "" {
 		fullOpts.LabelSelector = opts.LabelSelector + "," + fullOpts.LabelSelector
 	}
-	full, err := l.kind.ListFull(ctx, fullOpts)
-	if err != nil {
-		return nil, err
+	// The full list runs beside the metadata list's first page: two
+	// round trips at once rather than one after the other, at every
+	// restart, where the full list is most often empty.
+	type listed struct {
+		objs []runtime.Object
+		err  error
 	}
-	type fullObject struct {
-		uid types.UID
-		obj runtime.Object
-	}
-	inFull := make(map[string]fullObject, len(full))
-	for _, o := range full {
-		if m, err := meta.Accessor(o); err == nil {
-			inFull[m.GetName()] = fullObject{m.GetUID(), o}
-		}
-	}
+	fullDone := make(chan listed, 1)
+	go func() {
+		objs, err := l.kind.ListFull(ctx, fullOpts)
+		fullDone <- listed{objs, err}
+	}()
+	var inFull map[string]fullObject
 	out := &metav1.List{}
 	pageOpts := opts
 	pageOpts.Limit, pageOpts.ResourceVersion, pageOpts.ResourceVersionMatch = pageSize, "", ""
@@ -173,6 +174,16 @@ func (l *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions
 			return nil, err
 		}
 		if page == 0 {
+			full := <-fullDone
+			if full.err != nil {
+				return nil, full.err
+			}
+			inFull = make(map[string]fullObject, len(full.objs))
+			for _, o := range full.objs {
+				if m, err := meta.Accessor(o); err == nil {
+					inFull[m.GetName()] = fullObject{m.GetUID(), m.GetResourceVersion(), o}
+				}
+			}
 			out.ListMeta = metav1.ListMeta{ResourceVersion: metas.ResourceVersion}
 			out.Items = make([]runtime.RawExtension, 0, len(metas.Items)+int(ptrValue(metas.RemainingItemCount)))
 		}
@@ -184,8 +195,13 @@ func (l *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions
 				out.Items = append(out.Items, runtime.RawExtension{Object: l.kind.Cached(obj)})
 				continue
 			}
-			obj := inFull[m.Name].obj
-			if obj != nil && inFull[m.Name].uid == m.UID {
+			// The full list's object is used only at the version the
+			// metadata list has: one changed between the two lists is
+			// read again, or the cache would keep the older version
+			// while the watch goes on from after the change.
+			f := inFull[m.Name]
+			obj := f.obj
+			if obj != nil && f.uid == m.UID && f.version == m.ResourceVersion {
 				FullReads.WithLabelValues(l.kind.Resource(), "list").Inc()
 			} else if obj, err = l.get(ctx, m); err != nil {
 				return nil, err
@@ -199,6 +215,14 @@ func (l *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions
 		}
 		pageOpts.Continue = metas.Continue
 	}
+}
+
+// fullObject is an object of a list in full, with its UID and resource
+// version.
+type fullObject struct {
+	uid     types.UID
+	version string
+	obj     runtime.Object
 }
 
 func ptrValue(p *int64) int64 {
