@@ -15,8 +15,9 @@
 // object whose metadata does not carry the rest (one written before its
 // writer wrote it there, one another writer changed since) is read in
 // full: at a list, with one list of every object not labelled as
-// carrying it beside the metadata list, and a GET of each labelled one
-// whose metadata turns out not to; in a watch, by a GET. Such reads are
+// carrying it beside the metadata list (an object it has at another
+// version than the metadata list is read again), and a GET of each
+// labelled one whose metadata turns out not to; in a watch, by a GET. Such reads are
 // counted in FullReads.
 //
 // What a replica can verify from its cache stays what it was: each
