@@ -17,8 +17,8 @@
 // full: at a list, with one list of every object not labelled as
 // carrying it beside the metadata list (an object it has at another
 // version than the metadata list is read again), and a GET of each
-// labelled one whose metadata turns out not to; in a watch, by a GET. Such reads are
-// counted in FullReads.
+// labelled one whose metadata turns out not to; in a watch, by a GET.
+// Such reads are counted in FullReads.
 //
 // What a replica can verify from its cache stays what it was: each
 // cached object is the object the API server held at its resource
