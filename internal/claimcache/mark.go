@@ -32,22 +32,12 @@ var unmarkedSelector = func() labels.Selector {
 // and how many remain unmarked, claims whose spec EncodeSpec refuses
 // among them (those stay read in full).
 func MarkOld(ctx context.Context, l listers.AddressClaimLister, patch metawatch.Patcher, max int) (marked, left int, err error) {
-	var marks []metawatch.Mark
+	marks := metawatch.Marks{Max: max}
 	if err := Each(l, unmarkedSelector, func(c *v1alpha1.AddressClaim) {
 		v, ok := v1alpha1.EncodeSpec(&c.Spec)
-		if !ok || len(marks) == max {
-			left++
-			return
-		}
-		body, err := metawatch.MarkPatch(metav1.ObjectMeta{UID: c.UID}, v1alpha1.LabelSpecInMetadata, v1alpha1.SpecInMetadataV1, v1alpha1.AnnotationSpec, v)
-		if err != nil {
-			left++
-			return
-		}
-		marks = append(marks, metawatch.Mark{Name: c.Name, Patch: body})
+		marks.Add(c.Name, metav1.ObjectMeta{UID: c.UID}, v, ok)
 	}); err != nil {
 		return 0, 0, err
 	}
-	marked, failed, err := metawatch.MarkAll(ctx, marks, patch)
-	return marked, left + failed, err
+	return marks.Apply(ctx, patch)
 }

@@ -175,7 +175,7 @@ func (kind) Deleted(m *metav1.PartialObjectMetadata, cached any) runtime.Object 
 // as it is. Records EncodeSpec refuses (attach lists) stay read in
 // full. It returns how many it marked and how many remain unmarked.
 func MarkOld(ctx context.Context, indexer cache.Indexer, patch metawatch.Patcher, max int) (marked, left int, err error) {
-	var marks []metawatch.Mark
+	marks := metawatch.Marks{Max: max}
 	Each(indexer, func(ip *kubeovnv1.IP) {
 		// A record read from its metadata is cached without the
 		// annotation; one labelled and cached with it was read in full,
@@ -184,17 +184,7 @@ func MarkOld(ctx context.Context, indexer cache.Indexer, patch metawatch.Patcher
 			return
 		}
 		v, ok := EncodeSpec(&ip.Spec, ip.Generation)
-		if !ok || len(marks) == max {
-			left++
-			return
-		}
-		body, err := metawatch.MarkPatch(metav1.ObjectMeta{ResourceVersion: ip.ResourceVersion}, v1alpha1.LabelSpecInMetadata, v1alpha1.SpecInMetadataV1, v1alpha1.AnnotationSpec, v)
-		if err != nil {
-			left++
-			return
-		}
-		marks = append(marks, metawatch.Mark{Name: ip.Name, Patch: body})
+		marks.Add(ip.Name, metav1.ObjectMeta{ResourceVersion: ip.ResourceVersion}, v, ok)
 	})
-	marked, failed, err := metawatch.MarkAll(ctx, marks, patch)
-	return marked, left + failed, err
+	return marks.Apply(ctx, patch)
 }

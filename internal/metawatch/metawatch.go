@@ -358,51 +358,77 @@ func (l *ListWatch) cached(m *metav1.PartialObjectMetadata) any {
 // Patcher patches one object of a resource with a JSON merge patch.
 type Patcher func(ctx context.Context, name string, patch []byte) error
 
-// Mark is one object to mark: its name and the merge patch that writes
-// what its metadata lacks (MarkPatch).
-type Mark struct {
-	Name  string
-	Patch []byte
+// Marks collects the marks of one pass: merge patches that write the
+// spec-in-metadata label and an object's spec annotation into its
+// metadata, at most Max of them; the objects beyond, and those whose
+// spec has no annotation, are counted as left.
+type Marks struct {
+	Max   int
+	marks []mark
+	left  int
 }
 
-// MarkPatch is the merge patch that sets label and annotation, with a
-// precondition: the object's UID, or its resourceVersion, whichever is
-// set in pre (a patch naming another UID is refused as invalid, one
-// naming another resourceVersion as a conflict).
-func MarkPatch(pre metav1.ObjectMeta, label, labelValue, annotation, annotationValue string) ([]byte, error) {
-	m := map[string]any{
-		"labels":      map[string]string{label: labelValue},
-		"annotations": map[string]string{annotation: annotationValue},
+// mark is one object to mark: its name and its patch (markPatch).
+type mark struct {
+	name  string
+	patch []byte
+}
+
+// Add adds the mark of the object named name, whose spec annotation is
+// spec (ok false: its spec has none), with precondition pre: the
+// object's UID, or its resourceVersion, whichever is set (a patch naming
+// another UID is refused as invalid, one naming another resourceVersion
+// as a conflict).
+func (m *Marks) Add(name string, pre metav1.ObjectMeta, spec string, ok bool) {
+	if !ok || len(m.marks) == m.Max {
+		m.left++
+		return
+	}
+	body, err := markPatch(pre, spec)
+	if err != nil {
+		m.left++
+		return
+	}
+	m.marks = append(m.marks, mark{name, body})
+}
+
+// markPatch is the merge patch of a mark.
+func markPatch(pre metav1.ObjectMeta, spec string) ([]byte, error) {
+	md := map[string]any{
+		"labels":      map[string]string{v1alpha1.LabelSpecInMetadata: v1alpha1.SpecInMetadataV1},
+		"annotations": map[string]string{v1alpha1.AnnotationSpec: spec},
 	}
 	if pre.UID != "" {
-		m["uid"] = pre.UID
+		md["uid"] = pre.UID
 	}
 	if pre.ResourceVersion != "" {
-		m["resourceVersion"] = pre.ResourceVersion
+		md["resourceVersion"] = pre.ResourceVersion
 	}
-	return json.Marshal(map[string]any{"metadata": m})
+	return json.Marshal(map[string]any{"metadata": md})
 }
 
-// MarkAll applies marks with patch, in order, until ctx ends. It returns
-// how many it applied and how many failed; an object gone since, or
+// Apply applies the marks with patch, in order, until ctx ends. It
+// returns how many it applied and how many objects remain unmarked: the
+// ones Add left, and the marks that failed. An object gone since, or
 // changed since (its precondition refused), counts as neither: it is
 // read in full, or marked by its writer, as it is now.
-func MarkAll(ctx context.Context, marks []Mark, patch Patcher) (marked, failed int, err error) {
+func (m *Marks) Apply(ctx context.Context, patch Patcher) (marked, left int, err error) {
 	var errs []error
-	for _, mk := range marks {
+	failed := 0
+	for _, mk := range m.marks {
 		if ctx.Err() != nil {
 			break
 		}
-		switch err := patch(ctx, mk.Name, mk.Patch); {
+		switch err := patch(ctx, mk.name, mk.patch); {
 		case err == nil:
 			marked++
 		case apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsConflict(err):
 		default:
 			failed++
-			errs = append(errs, fmt.Errorf("%s: %w", mk.Name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", mk.name, err))
 		}
 	}
-	return marked, failed, errors.Join(errs...)
+	return marked, m.left + failed, errors.Join(errs...)
 }
 
 // Full is the part of a Kind that reads objects in full, through
