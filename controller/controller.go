@@ -8,13 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/queue"
 	"github.com/shardnet/shardnet/shard"
@@ -75,9 +78,19 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller config: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(Protobuf(rc))
+	prc := Protobuf(rc)
+	httpClient, err := rest.HTTPClientFor(prc)
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfigAndClient(prc, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	// The pod informer's own decoder, on the same connection.
+	pods, err := podwire.NewPods(prc, httpClient, metav1.NamespaceAll)
+	if err != nil {
+		return nil, fmt.Errorf("building the pod client: %w", err)
 	}
 	crds, err := CRDClient(rc)
 	if err != nil {
@@ -95,7 +108,7 @@ func New(cfg Config) (*Controller, error) {
 	logger := klog.Background().WithValues("identity", cfg.Identity)
 	c.passes.collect = func(why string) { _ = collectHeap(logger, why) }
 	c.passes.target, c.passes.percent = processBursts, cfg.BurstGCPercent
-	if c.informers, err = newInformers(kube, crds, meta, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
+	if c.informers, err = newInformers(kube, pods, crds, meta, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
 	c.informers.keyOf = cfg.PodKey

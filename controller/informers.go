@@ -29,6 +29,7 @@ import (
 	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/podcache"
+	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/internal/shareset"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/kubevirt"
@@ -67,7 +68,7 @@ type Informers struct {
 	keyOf func(metav1.Object) string
 }
 
-func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta metadata.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
+func newInformers(kube kubernetes.Interface, pods *podwire.Pods, crds versioned.Interface, meta metadata.Interface, disc discovery.DiscoveryInterface, dyn dynamic.Interface, shards int, resync time.Duration, logger klog.Logger) (*Informers, error) {
 	inf := &Informers{shards: shards}
 	inf.NADs = netattach.New(disc, dyn, resync, logger.WithName("nads"))
 	inf.VMs = kubevirt.New(disc, dyn, resync, logger.WithName("kubevirt"))
@@ -81,8 +82,13 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta meta
 	// for them. Their watches outlive an early end by the API server
 	// (watch.Resume), which client-go would answer with a backoff and a
 	// new list while the events kept coming.
+	// Pods are decoded only as far as TrimPod reads them (podwire); with
+	// no pods given (tests on fake clients), by the typed client.
 	inf.Kube.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return watch.PodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
+		if pods == nil {
+			return watch.PodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{})
+		}
+		return watch.Informer(c, "pods", &corev1.Pod{}, resync, cache.Indexers{}, pods.List, pods.Watch)
 	})
 	// IP records and claims are listed and watched as their metadata,
 	// which carries their spec where shardnet wrote it (metawatch).
@@ -92,8 +98,7 @@ func newInformers(kube kubernetes.Interface, crds versioned.Interface, meta meta
 	inf.CRDs.InformerFor(&v1alpha1.AddressClaim{}, func(c versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return claimInformer(c, meta, resync)
 	})
-	pods := inf.Kube.Core().V1().Pods()
-	inf.Pods = pods.Informer()
+	inf.Pods = inf.Kube.Core().V1().Pods().Informer()
 	if err := inf.Pods.AddIndexers(cache.Indexers{ShardIndex: func(obj any) ([]string, error) {
 		key, err := inf.PodKey(obj)
 		if err != nil {

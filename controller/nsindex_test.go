@@ -27,7 +27,7 @@ import (
 // namespace still lists it.
 func TestPerPodInformersHaveNoNamespaceIndex(t *testing.T) {
 	kube := kubefake.NewSimpleClientset()
-	inf, err := newInformers(kube, crdfake.NewSimpleClientset(), metafake.NewSimpleMetadataClient(metafake.NewTestScheme()), kube.Discovery(), dynfake.NewSimpleDynamicClient(kruntime.NewScheme()), 16, 0, klog.Background())
+	inf, err := newInformers(kube, nil, crdfake.NewSimpleClientset(), metafake.NewSimpleMetadataClient(metafake.NewTestScheme()), kube.Discovery(), dynfake.NewSimpleDynamicClient(kruntime.NewScheme()), 16, 0, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // events (tombstones too) carry the key.
 func TestPodKeyRoutesLaunchersToOneShard(t *testing.T) {
 	kube := kubefake.NewSimpleClientset()
-	inf, err := newInformers(kube, crdfake.NewSimpleClientset(), metafake.NewSimpleMetadataClient(metafake.NewTestScheme()), kube.Discovery(), dynfake.NewSimpleDynamicClient(runtime.NewScheme()), 16, 0, klog.Background())
+	inf, err := newInformers(kube, nil, crdfake.NewSimpleClientset(), metafake.NewSimpleMetadataClient(metafake.NewTestScheme()), kube.Discovery(), dynfake.NewSimpleDynamicClient(runtime.NewScheme()), 16, 0, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,208 @@
+package podwire
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// protobufMagic opens every protobuf body of the API server, before its
+// runtime.Unknown envelope.
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+var (
+	podKind     = corev1.SchemeGroupVersion.WithKind("Pod")
+	podListKind = corev1.SchemeGroupVersion.WithKind("PodList")
+)
+
+// envelope returns the kind and the raw object of an API server protobuf
+// body; ok is false when data is not one, or its object is encoded in a
+// way this package does not read.
+func envelope(data []byte) (gvk schema.GroupVersionKind, raw []byte, ok bool) {
+	if !bytes.HasPrefix(data, protobufMagic) {
+		return gvk, nil, false
+	}
+	var apiVersion, encoding, contentType string
+	err := fields(data[len(protobufMagic):], func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1: // typeMeta
+			return fields(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+				if typ == protowire.BytesType {
+					switch num {
+					case 1:
+						apiVersion = string(v)
+					case 2:
+						gvk.Kind = string(v)
+					}
+				}
+				return nil
+			})
+		case 2:
+			raw = v
+		case 3:
+			encoding = string(v)
+		case 4:
+			contentType = string(v)
+		}
+		return nil
+	})
+	if err != nil || encoding != "" || (contentType != "" && contentType != runtime.ContentTypeProtobuf) {
+		return gvk, nil, false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return gvk, nil, false
+	}
+	gvk.Group, gvk.Version = gv.Group, gv.Version
+	return gvk, raw, true
+}
+
+// serializer is the protobuf serializer of Codecs: pods and pod lists
+// through Unmarshal, anything else through the serializer it wraps.
+type serializer struct{ runtime.Serializer }
+
+func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	gvk, raw, ok := envelope(data)
+	if ok {
+		switch {
+		case gvk == podKind:
+			p, ok := into.(*corev1.Pod)
+			if into == nil {
+				p, ok = new(corev1.Pod), true
+			}
+			if ok {
+				if err := Unmarshal(raw, p); err != nil {
+					return nil, &gvk, err
+				}
+				p.SetGroupVersionKind(gvk)
+				return p, &gvk, nil
+			}
+		case gvk == podListKind:
+			l, ok := into.(*corev1.PodList)
+			if into == nil {
+				l, ok = new(corev1.PodList), true
+			}
+			if ok {
+				if err := unmarshalList(raw, l); err != nil {
+					return nil, &gvk, err
+				}
+				l.SetGroupVersionKind(gvk)
+				return l, &gvk, nil
+			}
+		}
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// unmarshalList sets l to the PodList in b, its pods as Unmarshal
+// decodes them.
+func unmarshalList(b []byte, l *corev1.PodList) error {
+	*l = corev1.PodList{}
+	n := 0
+	if err := fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
+		if num == 2 && typ == protowire.BytesType {
+			n++
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	l.Items = make([]corev1.Pod, 0, n)
+	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			return l.ListMeta.Unmarshal(v)
+		case 2:
+			l.Items = append(l.Items, corev1.Pod{})
+			return Unmarshal(v, &l.Items[len(l.Items)-1])
+		}
+		return nil
+	})
+}
+
+// codecs is client-go's codecs for its typed clients, with serializer as
+// the protobuf decoder of objects (the watch events' envelope keeps
+// client-go's).
+type codecs struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
+
+func (c codecs) SupportedMediaTypes() []runtime.SerializerInfo { return c.infos }
+
+// Codecs is the runtime.NegotiatedSerializer of client-go's typed
+// clients, but pods and pod lists in protobuf decode through Unmarshal.
+func Codecs() runtime.NegotiatedSerializer {
+	base := scheme.Codecs.WithoutConversion()
+	infos := slices.Clone(base.SupportedMediaTypes())
+	for i := range infos {
+		if infos[i].MediaType == runtime.ContentTypeProtobuf {
+			infos[i].Serializer = serializer{infos[i].Serializer}
+		}
+	}
+	return codecs{base, infos}
+}
+
+// Pods lists and watches pods as Unmarshal decodes them.
+type Pods struct {
+	client    rest.Interface
+	namespace string
+}
+
+// NewPods returns the pods of namespace (every namespace when empty), on
+// a REST client of rc (its content type should ask for protobuf) and
+// httpClient, which may be shared with the caller's other clients.
+func NewPods(rc *rest.Config, httpClient *http.Client, namespace string) (*Pods, error) {
+	rc = rest.CopyConfig(rc)
+	rc.GroupVersion = &corev1.SchemeGroupVersion
+	rc.APIPath = "/api"
+	rc.NegotiatedSerializer = Codecs()
+	if rc.UserAgent == "" {
+		rc.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	c, err := rest.RESTClientForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return &Pods{client: c, namespace: namespace}, nil
+}
+
+// List lists the pods, as the typed client's List does.
+func (p *Pods) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	out := new(corev1.PodList)
+	err := p.client.Get().Namespace(p.namespace).Resource("pods").
+		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Do(ctx).Into(out)
+	return out, err
+}
+
+// Watch watches the pods, as the typed client's Watch does.
+func (p *Pods) Watch(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	opts.Watch = true
+	return p.client.Get().Namespace(p.namespace).Resource("pods").
+		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Watch(ctx)
+}
