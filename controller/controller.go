@@ -88,10 +88,11 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	// The pod informer's own decoder, on the same connection.
-	pods, err := podwire.NewPods(prc, httpClient, metav1.NamespaceAll)
+	podClient, err := podwire.NewClient(prc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the pod client: %w", err)
 	}
+	pods := podClient.Pods(metav1.NamespaceAll)
 	crds, err := CRDClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building the CRD client: %w", err)
@@ -108,7 +109,7 @@ func New(cfg Config) (*Controller, error) {
 	logger := klog.Background().WithValues("identity", cfg.Identity)
 	c.passes.collect = func(why string) { _ = collectHeap(logger, why) }
 	c.passes.target, c.passes.percent = processBursts, cfg.BurstGCPercent
-	if c.informers, err = newInformers(kube, pods, crds, meta, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
+	if c.informers, err = newInformers(kube, &pods, crds, meta, kube.Discovery(), dyn, cfg.Shards, cfg.ResyncPeriod, logger); err != nil {
 		return nil, err
 	}
 	c.informers.keyOf = cfg.PodKey

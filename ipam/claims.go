@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/shardnet/shardnet/api/client/clientset/versioned"
+	"github.com/shardnet/shardnet/api/client/clientset/versioned/scheme"
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 )
 
@@ -24,7 +27,8 @@ import (
 // it returns must be API status errors (apierrors.IsAlreadyExists,
 // IsNotFound and IsConflict are how outcomes are told apart).
 type ClaimStore interface {
-	// Create creates the claim; AlreadyExists when the name is taken.
+	// Create creates the claim; AlreadyExists when the name is taken. It
+	// returns the claim created, of which callers read only the UID.
 	Create(ctx context.Context, claim *v1alpha1.AddressClaim) (*v1alpha1.AddressClaim, error)
 	// Get reads the claim from the server (not a cache), to learn who
 	// holds a name that was found taken.
@@ -41,9 +45,40 @@ type clientStore struct{ c versioned.Interface }
 
 var _ ClaimStore = clientStore{}
 
+// Create creates the claim. Of the API server's answer, the claim as
+// stored, only the UID and resource version are decoded: the claim
+// returned is the one given with those two set. A clientset with no REST
+// client (a fake) creates through its typed client.
 func (s clientStore) Create(ctx context.Context, claim *v1alpha1.AddressClaim) (*v1alpha1.AddressClaim, error) {
-	return s.c.ShardnetV1alpha1().AddressClaims().Create(ctx, claim, metav1.CreateOptions{})
+	rc, _ := s.c.ShardnetV1alpha1().RESTClient().(*rest.RESTClient)
+	if rc == nil {
+		return s.c.ShardnetV1alpha1().AddressClaims().Create(ctx, claim, metav1.CreateOptions{})
+	}
+	res := rc.Post().Resource("addressclaims").VersionedParams(&metav1.CreateOptions{}, scheme.ParameterCodec).
+		Body(claim).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	body, _ := res.Raw()
+	var stored storedMeta
+	if err := json.Unmarshal(body, &stored); err != nil || stored.Metadata.UID == "" {
+		return nil, fmt.Errorf("claim %s created, but its UID not read from the answer: %w", claim.Name, errors.Join(err, errNoUID))
+	}
+	out := *claim
+	out.UID, out.ResourceVersion = stored.Metadata.UID, stored.Metadata.ResourceVersion
+	return &out, nil
 }
+
+// storedMeta is what clientStore.Create decodes of the claim stored.
+type storedMeta struct {
+	Metadata struct {
+		UID             types.UID `json:"uid"`
+		ResourceVersion string    `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+// errNoUID is the error of a create answered without a UID.
+var errNoUID = errors.New("no UID in the answer")
 
 func (s clientStore) Get(ctx context.Context, name string) (*v1alpha1.AddressClaim, error) {
 	return s.c.ShardnetV1alpha1().AddressClaims().Get(ctx, name, metav1.GetOptions{})

@@ -82,6 +82,37 @@ func TestClaimsAgainstAPIServer(t *testing.T) {
 	k := harness.StartKube(t)
 	t.Run("two replicas", func(t *testing.T) { testTwoReplicas(t, k) })
 	t.Run("dual stack", func(t *testing.T) { testDualStackClaims(t, k) })
+	t.Run("create answer", func(t *testing.T) { testCreateAnswer(t, k) })
+}
+
+// testCreateAnswer: the store's create, which decodes only the UID and
+// resource version of the API server's answer, returns the stored
+// claim's, and a taken name is AlreadyExists, as the typed client's.
+func testCreateAnswer(t *testing.T, k *harness.Kube) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := NewClientStore(k.Shardnet)
+	a := netip.MustParseAddr("10.78.0.5")
+	claim := &v1alpha1.AddressClaim{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClaimName("answer-net", a)},
+		Spec: v1alpha1.AddressClaimSpec{Subnet: "answer-net", Address: a.String(),
+			Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "e2e", Name: "p", UID: "u1"}}}
+	out, err := store.Create(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get(ctx, claim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.UID == "" || out.UID != got.UID || out.ResourceVersion != got.ResourceVersion || out.Spec != got.Spec {
+		t.Fatalf("create returned UID %q version %q spec %+v; stored: %q %q %+v", out.UID, out.ResourceVersion, out.Spec, got.UID, got.ResourceVersion, got.Spec)
+	}
+	if claim.UID != "" {
+		t.Fatalf("the claim given was changed: UID %q", claim.UID)
+	}
+	if _, err := store.Create(ctx, claim); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second create: %v, want AlreadyExists", err)
+	}
 }
 
 func testTwoReplicas(t *testing.T, k *harness.Kube) {

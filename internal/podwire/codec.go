@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -160,16 +161,13 @@ func Codecs() runtime.NegotiatedSerializer {
 	return codecs{base, infos}
 }
 
-// Pods lists and watches pods as Unmarshal decodes them.
-type Pods struct {
-	client    rest.Interface
-	namespace string
-}
+// Client is a REST client of pods whose answers decode through Codecs.
+type Client struct{ rest rest.Interface }
 
-// NewPods returns the pods of namespace (every namespace when empty), on
-// a REST client of rc (its content type should ask for protobuf) and
-// httpClient, which may be shared with the caller's other clients.
-func NewPods(rc *rest.Config, httpClient *http.Client, namespace string) (*Pods, error) {
+// NewClient returns a Client on rc (its content type should ask for
+// protobuf) and httpClient, which may be shared with the caller's other
+// clients.
+func NewClient(rc *rest.Config, httpClient *http.Client) (*Client, error) {
 	rc = rest.CopyConfig(rc)
 	rc.GroupVersion = &corev1.SchemeGroupVersion
 	rc.APIPath = "/api"
@@ -181,28 +179,49 @@ func NewPods(rc *rest.Config, httpClient *http.Client, namespace string) (*Pods,
 	if err != nil {
 		return nil, err
 	}
-	return &Pods{client: c, namespace: namespace}, nil
+	return &Client{rest: c}, nil
+}
+
+// Pods are the pods of a namespace (every namespace when empty).
+type Pods struct {
+	c         *Client
+	namespace string
+}
+
+// Pods returns the pods of namespace.
+func (c *Client) Pods(namespace string) Pods { return Pods{c, namespace} }
+
+// timeoutOf is the request timeout a typed client sets for opts.
+func timeoutOf(opts metav1.ListOptions) time.Duration {
+	if opts.TimeoutSeconds != nil {
+		return time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	return 0
 }
 
 // List lists the pods, as the typed client's List does.
-func (p *Pods) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
+func (p Pods) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	out := new(corev1.PodList)
-	err := p.client.Get().Namespace(p.namespace).Resource("pods").
-		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Do(ctx).Into(out)
+	err := p.c.rest.Get().Namespace(p.namespace).Resource("pods").
+		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeoutOf(opts)).Do(ctx).Into(out)
 	return out, err
 }
 
 // Watch watches the pods, as the typed client's Watch does.
-func (p *Pods) Watch(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
+func (p Pods) Watch(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
 	opts.Watch = true
-	return p.client.Get().Namespace(p.namespace).Resource("pods").
-		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Watch(ctx)
+	return p.c.rest.Get().Namespace(p.namespace).Resource("pods").
+		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeoutOf(opts)).Watch(ctx)
+}
+
+// Patch patches the named pod, as the typed client's Patch does, and
+// returns the patched pod as far as Unmarshal decodes it.
+func (p Pods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (*corev1.Pod, error) {
+	out := new(corev1.Pod)
+	err := p.c.rest.Patch(pt).Namespace(p.namespace).Resource("pods").Name(name).
+		VersionedParams(&opts, scheme.ParameterCodec).Body(data).Do(ctx).Into(out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

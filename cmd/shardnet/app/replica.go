@@ -32,6 +32,7 @@ import (
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/internal/claimcache"
 	"github.com/shardnet/shardnet/internal/podcache"
+	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/metrics"
 	"github.com/shardnet/shardnet/ovn"
 	"github.com/shardnet/shardnet/queue"
@@ -46,6 +47,7 @@ import (
 type incarnation struct {
 	opts    Options
 	kube    kubernetes.Interface
+	podAPI  *podwire.Client
 	sn      versioned.Interface
 	nb      *ovn.Client
 	ctrl    *controller.Controller
@@ -126,7 +128,17 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	}
 	r := &incarnation{opts: opts}
 	var err error
-	if r.kube, err = kubernetes.NewForConfig(controller.Protobuf(rc)); err != nil {
+	prc := controller.Protobuf(rc)
+	httpClient, err := rest.HTTPClientFor(prc)
+	if err != nil {
+		return nil, err
+	}
+	if r.kube, err = kubernetes.NewForConfigAndClient(prc, httpClient); err != nil {
+		return nil, err
+	}
+	// The pod patches' answers decoded only as far as the pod cache
+	// keeps a pod (reconcile.ClientWrites), on the same connection.
+	if r.podAPI, err = podwire.NewClient(prc, httpClient); err != nil {
 		return nil, err
 	}
 	if r.sn, err = controller.CRDClient(rc); err != nil {
@@ -243,13 +255,13 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	nbStart.connected()
 	c := r.caches
 	if r.pods, err = reconcile.NewPods(reconcile.PodConfig{
-		Writes: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, NB: r.nb,
+		Writes: r.writes(), NB: r.nb,
 		Pods: c.Pods, StatefulSets: c.StatefulSets, IPs: c.IPs,
 		ClaimIndex: c.ClaimIndex(), Catalog: c, Subnets: c.Registry, Claims: c.Allocator, Recorder: recorder,
 		NADs:          r.ctrl.Informers().NADs,
 		DefaultSubnet: opts.DefaultSubnet, ClusterRouter: opts.ClusterRouter, PodNICType: opts.PodNICType,
 		IPRecords: opts.IPRecords, DisableEIPSNAT: opts.DisableEIPSNAT, Metrics: r.met,
-		Vips: c.Vips, Vlans: c.Vlans, VipWrites: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, VipMetrics: r.vips.met,
+		Vips: c.Vips, Vlans: c.Vlans, VipWrites: r.writes(), VipMetrics: r.vips.met,
 		ExternalGateway: r.extGW,
 		KeepVMIP:        opts.KeepVMIP, PodIndex: c.PodInformer.GetIndexer(), VMs: r.ctrl.Informers().VMs,
 	}); err != nil {
@@ -756,4 +768,9 @@ func eventScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// writes are the pod path's Kubernetes writes.
+func (r *incarnation) writes() reconcile.ClientWrites {
+	return reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn, Pods: r.podAPI}
 }

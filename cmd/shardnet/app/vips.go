@@ -43,7 +43,7 @@ func newVipPath(reg prometheus.Registerer) (*vipPath, error) {
 func (v *vipPath) start(r *incarnation, recorder record.EventRecorder) error {
 	c := r.caches
 	rec, err := reconcile.NewVipReconciler(reconcile.VipConfig{
-		Writes: reconcile.ClientWrites{Kube: r.kube, Shardnet: r.sn}, Vips: c.Vips, Pods: c.Pods,
+		Writes: r.writes(), Vips: c.Vips, Pods: c.Pods,
 		ClaimLister: c.Claims, Claims: c.Allocator, Registry: c.Registry, Catalog: c, Recorder: recorder,
 	})
 	if err != nil {
