@@ -22,9 +22,11 @@
 // TestUnmarshalKeepsWhatTheCacheKeeps compares the two on random pods.
 //
 // Codecs is a runtime.NegotiatedSerializer whose protobuf decoder decodes
-// pods and pod lists this way and everything else as client-go does; a
-// REST client built on it (NewPodsClient) lists and watches pods for the
-// informer. Writes keep the typed client, which decodes in full.
+// pods and pod lists this way and everything else (Status errors, the
+// watch events' envelopes) as client-go does. A Client is a REST client
+// on it: it lists and watches pods for the informer and patches them for
+// the pod path, whose callers read only the UID and resource version of
+// the answer.
 package podwire
 
 import (
