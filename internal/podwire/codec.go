@@ -77,36 +77,42 @@ func envelope(data []byte) (gvk schema.GroupVersionKind, raw []byte, ok bool) {
 type serializer struct{ runtime.Serializer }
 
 func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	gvk, raw, ok := envelope(data)
-	if ok {
+	if gvk, raw, ok := envelope(data); ok {
+		var obj runtime.Object
+		var err error
+		switch gvk {
+		case podKind:
+			obj, ok, err = decodeAs(raw, into, Unmarshal)
+		case podListKind:
+			obj, ok, err = decodeAs(raw, into, unmarshalList)
+		default:
+			ok = false
+		}
 		switch {
-		case gvk == podKind:
-			p, ok := into.(*corev1.Pod)
-			if into == nil {
-				p, ok = new(corev1.Pod), true
-			}
-			if ok {
-				if err := Unmarshal(raw, p); err != nil {
-					return nil, &gvk, err
-				}
-				p.SetGroupVersionKind(gvk)
-				return p, &gvk, nil
-			}
-		case gvk == podListKind:
-			l, ok := into.(*corev1.PodList)
-			if into == nil {
-				l, ok = new(corev1.PodList), true
-			}
-			if ok {
-				if err := unmarshalList(raw, l); err != nil {
-					return nil, &gvk, err
-				}
-				l.SetGroupVersionKind(gvk)
-				return l, &gvk, nil
-			}
+		case err != nil:
+			return nil, &gvk, err
+		case ok:
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			return obj, &gvk, nil
 		}
 	}
 	return s.Serializer.Decode(data, defaults, into)
+}
+
+// decodeAs decodes raw with unmarshal into into, or into a new T when
+// into is nil; ok is false when into is of another type.
+func decodeAs[T any, P interface {
+	*T
+	runtime.Object
+}](raw []byte, into runtime.Object, unmarshal func([]byte, P) error) (runtime.Object, bool, error) {
+	obj, ok := into.(P)
+	if into == nil {
+		obj, ok = P(new(T)), true
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	return obj, true, unmarshal(raw, obj)
 }
 
 // unmarshalList sets l to the PodList in b, its pods as Unmarshal
