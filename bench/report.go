@@ -178,11 +178,11 @@ func Markdown(r *Result) string {
 				rs.ReadySeconds, rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
 		}
 		if three.RawReloadSeconds > 0 {
-			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once (the claims and IP records as their metadata, as the replicas do): **%.1f s**; the slowest restart took **%.2fx** that\n",
+			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once, decoded as the replicas decode them (the pods as far as their cache keeps them, the claims and IP records as their metadata): **%.1f s**; the slowest restart took **%.2fx** that\n",
 				three.Replicas, three.RawReloadSeconds, r.Ratios.RestartVsRawReload)
 		}
 		if three.FullReloadSeconds > 0 && three.RawReloadSeconds > 0 {
-			fmt.Fprintf(&b, "- the same clients loading the claims and IP records in full (as replicas did before those carried their spec in their metadata): **%.1f s**; the ceiling is %.2fx that\n",
+			fmt.Fprintf(&b, "- the same clients decoding them all in full (as replicas did before the claims and IP records carried their spec in their metadata and the pods were decoded as far as the cache keeps them): **%.1f s**; the ceiling is %.2fx that\n",
 				three.FullReloadSeconds, three.RawReloadSeconds/three.FullReloadSeconds)
 		}
 	}

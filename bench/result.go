@@ -118,12 +118,13 @@ type Scenario struct {
 	Restarts []Restart `json:"restarts,omitempty"`
 	// RawReloadSeconds is the restarts' ceiling: as many plain clients as
 	// replicas loading caches of the pods, claims and IP records at once,
-	// the claims and IP records as their object metadata, as the replicas
-	// load them.
+	// decoded as the replicas decode them (the pods as far as their cache
+	// keeps them, the claims and IP records as their object metadata).
 	RawReloadSeconds float64 `json:"rawReloadSeconds,omitempty"`
-	// FullReloadSeconds is the same load with the claims and IP records
-	// in full, as replicas loaded them before those carried their spec in
-	// their metadata.
+	// FullReloadSeconds is the same load decoded in full, as replicas
+	// loaded them before the claims and IP records carried their spec in
+	// their metadata and the pods were decoded as far as the cache keeps
+	// them.
 	FullReloadSeconds float64 `json:"fullReloadSeconds,omitempty"`
 }
 

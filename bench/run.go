@@ -40,6 +40,7 @@ import (
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/internal/ipcache"
+	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
@@ -620,9 +621,10 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 			return sc, fmt.Errorf("raw reload: %w", err)
 		}
 		sc.RawReloadSeconds = secs
-		// And with the claims and IP records in full, as replicas loaded
-		// them before those carried their spec in their metadata: what
-		// that step saved, in the same run.
+		// And all in full, as replicas loaded them before the claims and
+		// IP records carried their spec in their metadata and the pods
+		// were decoded as far as the cache keeps them: what those steps
+		// saved, in the same run.
 		if secs, err = rawReload(ctx, kube, sp.replicas, cfg.Timeout, false); err != nil {
 			return sc, fmt.Errorf("raw reload, in full: %w", err)
 		}
@@ -699,12 +701,13 @@ func newScenarioObserver(n int, sp spec) *observer {
 // rawReload is the restart's ceiling: n clients at once (one per replica,
 // each on its own connection, uncompressed like the replicas) load caches
 // of the pods, claims and IP records, with no transform and no logic. It
-// returns the seconds until the last of them has synced. With asMetadata
-// they load the claims and IP records as their object metadata
-// (PartialObjectMetadata over protobuf, which the API server serves for
-// custom resources too), as the replicas do (internal/metawatch);
-// without it, in full.
-func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration, asMetadata bool) (float64, error) {
+// returns the seconds until the last of them has synced. With asReplicas
+// they decode them as the replicas do: the pods only as far as the
+// replicas' cache keeps them (internal/podwire), the claims and IP
+// records as their object metadata (PartialObjectMetadata over protobuf,
+// which the API server serves for custom resources too;
+// internal/metawatch). Without it, all in full.
+func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration, asReplicas bool) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -716,12 +719,29 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 			// as metadata over protobuf.
 			rc := ownConnection(kube.Config)
 			rc.DisableCompression = true
-			kc, err := kubernetes.NewForConfig(controller.Protobuf(rc))
+			prc := controller.Protobuf(rc)
+			hc, err := rest.HTTPClientFor(prc)
+			if err != nil {
+				errs <- err
+				return
+			}
+			kc, err := kubernetes.NewForConfigAndClient(prc, hc)
 			if err != nil {
 				errs <- err
 				return
 			}
 			kf := informers.NewSharedInformerFactory(kc, 0)
+			if asReplicas {
+				pc, err := podwire.NewClient(prc, hc)
+				if err != nil {
+					errs <- err
+					return
+				}
+				pods := pc.Pods(metav1.NamespaceAll)
+				kf.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+					return watch.Informer(c, "pods", &corev1.Pod{}, resync, cache.Indexers{}, pods.List, pods.Watch)
+				})
+			}
 			synced := []cache.InformerSynced{kf.Core().V1().Pods().Informer().HasSynced}
 			kf.Start(ctx.Done())
 			defer kf.Shutdown()
@@ -737,7 +757,7 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 			}
 			mf := metadatainformer.NewSharedInformerFactory(mc, 0)
 			sf := externalversions.NewSharedInformerFactory(sn, 0)
-			if asMetadata {
+			if asReplicas {
 				synced = append(synced,
 					mf.ForResource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")).Informer().HasSynced,
 					mf.ForResource(kubeovnv1.SchemeGroupVersion.WithResource("ips")).Informer().HasSynced)

@@ -82,6 +82,7 @@ func newInformers(kube kubernetes.Interface, pods *podwire.Pods, crds versioned.
 	// for them. Their watches outlive an early end by the API server
 	// (watch.Resume), which client-go would answer with a backoff and a
 	// new list while the events kept coming.
+	//
 	// Pods are decoded only as far as TrimPod reads them (podwire); with
 	// no pods given (tests on fake clients), by the typed client.
 	inf.Kube.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
