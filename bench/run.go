@@ -40,7 +40,6 @@ import (
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/internal/ipcache"
-	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
@@ -719,24 +718,13 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 			// as metadata over protobuf.
 			rc := ownConnection(kube.Config)
 			rc.DisableCompression = true
-			prc := controller.Protobuf(rc)
-			hc, err := rest.HTTPClientFor(prc)
-			if err != nil {
-				errs <- err
-				return
-			}
-			kc, err := kubernetes.NewForConfigAndClient(prc, hc)
+			kc, pc, err := controller.KubeClients(rc)
 			if err != nil {
 				errs <- err
 				return
 			}
 			kf := informers.NewSharedInformerFactory(kc, 0)
 			if asReplicas {
-				pc, err := podwire.NewClient(prc, hc)
-				if err != nil {
-					errs <- err
-					return
-				}
 				pods := pc.Pods(metav1.NamespaceAll)
 				kf.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 					return watch.Informer(c, "pods", &corev1.Pod{}, resync, cache.Indexers{}, pods.List, pods.Watch)

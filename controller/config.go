@@ -9,9 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/shard"
 )
 
@@ -225,4 +227,24 @@ func Protobuf(rc *rest.Config) *rest.Config {
 	rc.ContentType = runtime.ContentTypeProtobuf
 	rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return rc
+}
+
+// KubeClients are the typed client of the built-in types and the pod
+// client whose answers decode only as far as the pod cache keeps a pod
+// (podwire), both in protobuf (Protobuf) on one connection of rc.
+func KubeClients(rc *rest.Config) (kubernetes.Interface, *podwire.Client, error) {
+	prc := Protobuf(rc)
+	httpClient, err := rest.HTTPClientFor(prc)
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfigAndClient(prc, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := podwire.NewClient(prc, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, pods, nil
 }

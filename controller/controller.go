@@ -11,13 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/shardnet/shardnet/internal/podwire"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/queue"
 	"github.com/shardnet/shardnet/shard"
@@ -78,19 +75,11 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller config: %w", err)
 	}
-	prc := Protobuf(rc)
-	httpClient, err := rest.HTTPClientFor(prc)
+	// The pod informer decodes through the pod client (podwire), on the
+	// typed client's connection.
+	kube, podClient, err := KubeClients(rc)
 	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	kube, err := kubernetes.NewForConfigAndClient(prc, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	// The pod informer's own decoder, on the same connection.
-	podClient, err := podwire.NewClient(prc, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("building the pod client: %w", err)
+		return nil, fmt.Errorf("building the Kubernetes clients: %w", err)
 	}
 	pods := podClient.Pods(metav1.NamespaceAll)
 	crds, err := CRDClient(rc)

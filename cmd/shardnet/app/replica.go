@@ -128,17 +128,10 @@ func newIncarnation(ctx context.Context, opts Options, rc *rest.Config, reg prom
 	}
 	r := &incarnation{opts: opts}
 	var err error
-	prc := controller.Protobuf(rc)
-	httpClient, err := rest.HTTPClientFor(prc)
-	if err != nil {
-		return nil, err
-	}
-	if r.kube, err = kubernetes.NewForConfigAndClient(prc, httpClient); err != nil {
-		return nil, err
-	}
 	// The pod patches' answers decoded only as far as the pod cache
-	// keeps a pod (reconcile.ClientWrites), on the same connection.
-	if r.podAPI, err = podwire.NewClient(prc, httpClient); err != nil {
+	// keeps a pod (reconcile.ClientWrites), on the typed client's
+	// connection.
+	if r.kube, r.podAPI, err = controller.KubeClients(rc); err != nil {
 		return nil, err
 	}
 	if r.sn, err = controller.CRDClient(rc); err != nil {
