@@ -22,6 +22,9 @@ type Result struct {
 	// Cluster is set when the run measured an existing cluster
 	// (Config.Kubeconfig) rather than servers of its own.
 	Cluster *ClusterRun `json:"cluster,omitempty"`
+	// CPUs is how the processes of a run on servers of its own were laid
+	// out on the CPUs (Config.Pin).
+	CPUs *CPUs `json:"cpus,omitempty"`
 }
 
 // ClusterRun is what a run against an existing cluster measured.

@@ -90,6 +90,15 @@ type Config struct {
 	NBCeilingPorts int
 	// ReplicaArgs are more flags for every replica (-v=4, say).
 	ReplicaArgs []string
+	// Pin runs etcd, kube-apiserver and kwok on the first half of the
+	// CPUs the bench may use and everything else (the bench itself, its
+	// raw writer and watches, the replicas, ovsdb-server) on the second
+	// half, as a cluster's control plane has cores of its own; with
+	// fewer than two CPUs nothing is pinned. It pins the calling process
+	// for good (layOutCPUs). Unpinned, the replicas take their CPU from
+	// the API server's, and the ratios to the raw ceiling measure that
+	// rather than what shardnet costs the API server (decision 0009).
+	Pin bool
 	// Progress receives one line per step.
 	Progress io.Writer
 	// ProgressLines receives, during every scenario, one line every
@@ -119,6 +128,10 @@ type Config struct {
 	// KwokTimeout bounds the wait for kwok to make the run's nodes Ready
 	// in a cluster (default 1 min).
 	KwokTimeout time.Duration
+
+	// serverCPUs are the CPUs of etcd, kube-apiserver and kwok (Pin);
+	// empty: any.
+	serverCPUs []int
 }
 
 type spec struct {
@@ -270,6 +283,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wanted := cfg.wanted
 	res := &Result{Started: time.Now(), Pods: cfg.Pods, IPRecords: cfg.IPRecords}
+	cpus, err := layOutCPUs(cfg.Pin)
+	if err != nil {
+		return nil, fmt.Errorf("laying the processes out on the CPUs: %w", err)
+	}
+	res.CPUs, cfg.serverCPUs = cpus, cpus.Servers
+	if cpus.Pinned() {
+		fmt.Fprintf(cfg.Progress, "bench: etcd, kube-apiserver and kwok on %s; the bench, the replicas and ovsdb-server on %s\n", cpuList(cpus.Servers), cpuList(cpus.Rest))
+	}
 	if cfg.NBCeilingPorts >= 0 {
 		n := cfg.NBCeilingPorts
 		if n == 0 {
@@ -466,7 +487,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Sce
 		Attachments: sp.networks() - 1}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	kube := harness.StartKubeWith(p, harness.KubeOptions{APIServerArgs: apiServerArgs})
+	kube := harness.StartKubeWith(p, harness.KubeOptions{APIServerArgs: apiServerArgs, CPUs: cfg.serverCPUs})
 	kube.StartKwok(p)
 	// The API server's and etcd's logs go with the replicas': a stall
 	// that no replica logged is looked for there (its gctrace lines

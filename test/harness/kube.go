@@ -55,6 +55,9 @@ type Kube struct {
 	etcdURL string
 	// extraArgs are added to kube-apiserver's flags (KubeOptions).
 	extraArgs []string
+	// cpus are the CPUs etcd, kube-apiserver and kwok run on
+	// (KubeOptions.CPUs); empty: any.
+	cpus []int
 }
 
 // KubeOptions changes the cluster StartKubeWith starts.
@@ -66,6 +69,10 @@ type KubeOptions struct {
 	// --watch-cache=false for a fault test that needs watches served from
 	// etcd (and so answered 410 Gone once etcd compacted past them).
 	APIServerArgs []string
+	// CPUs, when set, are the CPUs etcd, kube-apiserver and kwok run on,
+	// as a cluster's control plane has cores of its own: the benchmark
+	// keeps them apart from the CPUs of what it measures (PinProcess).
+	CPUs []int
 }
 
 // StartKube starts etcd and kube-apiserver, waits until the API server is
@@ -94,7 +101,7 @@ func StartKubeWith(t TB, opts KubeOptions) *Kube {
 	}
 	etcdBin := testBinary(t, "etcd")
 	apiserverBin := testBinary(t, "kube-apiserver")
-	k := &Kube{Dir: t.TempDir(), extraArgs: slices.Clone(opts.APIServerArgs)}
+	k := &Kube{Dir: t.TempDir(), extraArgs: slices.Clone(opts.APIServerArgs), cpus: slices.Clone(opts.CPUs)}
 
 	etcdURL := k.startEtcd(t, etcdBin)
 	k.etcdURL = etcdURL
@@ -140,6 +147,7 @@ func (k *Kube) startEtcd(t TB, bin string) string {
 			"--unsafe-no-fsync",
 			"--quota-backend-bytes=8589934592",
 			"--log-level=warn")
+		k.etcd.cpus = k.cpus
 		k.etcd.start(t)
 		err := waitHTTP(k.etcd, client+"/health", "", 20*time.Second)
 		if err == nil {
@@ -194,6 +202,7 @@ func (k *Kube) startAPIServer(t TB, bin, etcdURL string) {
 			"--profiling=true",
 			"--v=0"}, k.extraArgs...)
 		k.apiserver = newProcess("kube-apiserver", filepath.Join(k.Dir, "kube-apiserver.log"), nil, append([]string{bin}, args...)...)
+		k.apiserver.cpus = k.cpus
 		k.apiserver.start(t)
 		err := waitHTTP(k.apiserver, k.URL+"/readyz", AdminToken, 60*time.Second)
 		if err == nil {

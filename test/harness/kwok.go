@@ -49,6 +49,7 @@ func (k *Kube) StartKwok(t TB) {
 		args = append(args, "--config="+s)
 	}
 	p := newProcess("kwok", filepath.Join(k.Dir, "kwok.log"), nil, args...)
+	p.cpus = k.cpus
 	p.start(t)
 	t.Cleanup(p.Stop)
 	k.kwok = p

@@ -101,6 +101,8 @@ type Process struct {
 
 	args []string
 	env  []string
+	// cpus, when set, are the CPUs the process runs on (startOn).
+	cpus []int
 
 	// mu guards cmd and done.
 	mu   sync.Mutex
@@ -127,7 +129,7 @@ func (p *Process) start(t TB) {
 	// Its own process group, so that a signal to the test does not reach it
 	// first and a stop reaches its children.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startOn(cmd, p.cpus); err != nil {
 		f.Close()
 		t.Fatalf("harness: starting %s: %v", p.Name, err)
 	}

@@ -44,6 +44,7 @@ func run(args []string) int {
 	profiles := fs.Bool("profiles", true, "write pprof heap and CPU profiles of the shardnet-3 replicas and the API server to OUT/pprof")
 	memLimit := fs.String("replica-memory-limit", "512Mi", "the replicas' --memory-limit, as deploy/base sets it (empty: the replicas' default, auto)")
 	gcPercent := fs.Int("replica-gc-percent", 0, "the replicas' --gc-percent (0, as deploy/base: none, so GOGC or Go's 100)")
+	pin := fs.Bool("pin", true, "run etcd, kube-apiserver and kwok on half the CPUs and the bench, the replicas and ovsdb-server on the other half, as a cluster's control plane has cores of its own (false: every process shares every CPU, and the replicas take their CPU from the API server's)")
 	replicaArgs := fs.String("replica-args", "", "more flags for every replica, space-separated (for example -v=4)")
 	kubeconfig := fs.String("kubeconfig", "", "run against the cluster of this kubeconfig (kwok and shardnet installed there) instead of servers of the bench's own: the raw ceiling as plain pod creates and "+bench.InstalledScenario+"; everything created is labelled "+bench.LabelRun+"=<run id> and deleted at the end")
 	keep := fs.Bool("keep", false, "with -kubeconfig: leave the run's namespaces, pods and kwok nodes in place")
@@ -98,7 +99,7 @@ func run(args []string) int {
 		Micro: *micro, MicroDir: wd, Timeout: *timeout, Progress: os.Stdout,
 		ProgressLines: os.Stderr, ProgressInterval: *progressEvery,
 		Scenarios: only, HalfRate: *halfRate, Restarts: *restarts, Profiles: *profiles, ReplicaMemoryLimit: *memLimit, ReplicaGCPercent: *gcPercent,
-		ReplicaArgs: strings.Fields(*replicaArgs), NBCeilingPorts: nbCeilingPorts(*nbCeiling),
+		ReplicaArgs: strings.Fields(*replicaArgs), NBCeilingPorts: nbCeilingPorts(*nbCeiling), Pin: *pin && *kubeconfig == "",
 		Kubeconfig: *kubeconfig, Keep: *keep, Subnet: *subnet,
 	})
 	if err != nil {
