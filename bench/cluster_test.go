@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,6 +186,7 @@ func TestRunAgainstCluster(t *testing.T) {
 		if !strings.Contains(steps.String(), "kept the objects of run "+id) {
 			t.Errorf("output:\n%s", steps)
 		}
+		sameWritesAsRaw(t, kube, &pods.Items[0])
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		if err := cleanupRun(cctx, kube.Client, id); err != nil {
@@ -191,6 +194,82 @@ func TestRunAgainstCluster(t *testing.T) {
 		}
 		checkNothingLeft(t, kube.Client, id)
 	})
+}
+
+// sameWritesAsRaw checks that the raw writer writes, for pod p that a
+// replica routed, a claim, an IP record and annotations of the same shape
+// as the replica's: the same labels, annotations and spec fields, so that
+// the raw ceiling is the API server's for the same objects.
+func sameWritesAsRaw(t *testing.T, kube *harness.Kube, p *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	ann := p.Annotations
+	nw := rawNetwork{provider: reconcile.DefaultProvider, subnet: ann[reconcile.DefaultKey(reconcile.KeyLogicalSwitch)],
+		cidr: ann[reconcile.DefaultKey(reconcile.KeyCIDR)], gateway: ann[reconcile.DefaultKey(reconcile.KeyGateway)],
+		ip: ann[reconcile.DefaultKey(reconcile.KeyIPAddress)]}
+	claim, err := kube.Shardnet.ShardnetV1alpha1().AddressClaims().Get(ctx, nw.subnet+"."+nw.ip, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := kube.Shardnet.KubeovnV1().IPs().Get(ctx, reconcile.PortName(p.Name, p.Namespace, nw.provider), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what         string
+		replica, raw any
+	}{
+		{"claim", claim, rawClaim(p, nw)},
+		{"IP record", rec, rawIPRecord(p, nw)},
+	} {
+		got, want := writtenPaths(t, c.replica), writtenPaths(t, c.raw)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the raw writer writes %v, a replica %v", c.what, want, got)
+		}
+	}
+	var replicaKeys []string
+	for k := range ann {
+		if strings.HasPrefix(k, reconcile.DefaultKey("")) {
+			replicaKeys = append(replicaKeys, k)
+		}
+	}
+	rawKeys := slices.Collect(maps.Keys(rawAnnotations([]rawNetwork{nw})))
+	slices.Sort(replicaKeys)
+	slices.Sort(rawKeys)
+	if !slices.Equal(replicaKeys, rawKeys) {
+		t.Errorf("annotations: the raw writer writes %v, a replica %v", rawKeys, replicaKeys)
+	}
+}
+
+// writtenPaths are the paths of obj's labels, annotations and spec
+// fields, sorted ("metadata.labels.x", "spec.owner.uid").
+func writtenPaths(t *testing.T, obj any) []string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if sub, ok := v.(map[string]any); ok {
+			for k, x := range sub {
+				walk(prefix+"."+k, x)
+			}
+			return
+		}
+		paths = append(paths, prefix)
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	walk("metadata.labels", meta["labels"])
+	walk("metadata.annotations", meta["annotations"])
+	walk("spec", m["spec"])
+	slices.Sort(paths)
+	return paths
 }
 
 // TestRunAgainstClusterWithoutKwok runs against a cluster where kwok does

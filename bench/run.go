@@ -1574,19 +1574,7 @@ func (w *rawWriter) networks(n uint32) []rawNetwork {
 func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
 	nets := w.networks(w.next.Add(1))
 	for _, nw := range nets {
-		claim := &v1alpha1.AddressClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: nw.subnet + "." + nw.ip, Labels: map[string]string{v1alpha1.LabelSubnet: nw.subnet}},
-			Spec: v1alpha1.AddressClaimSpec{Subnet: nw.subnet, Address: nw.ip,
-				Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}},
-		}
-		if nw.provider != reconcile.DefaultProvider {
-			claim.Spec.Provider = nw.provider
-		}
-		// With its spec in its metadata, as shardnet writes a claim.
-		if v, ok := v1alpha1.EncodeSpec(&claim.Spec); ok {
-			claim.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
-			claim.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
-		}
+		claim := rawClaim(p, nw)
 		for {
 			if ctx.Err() != nil {
 				return
@@ -1599,30 +1587,74 @@ func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
 	}
 	if w.ipRecords {
 		for _, nw := range nets {
-			rec := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: reconcile.PortName(p.Name, p.Namespace, nw.provider)},
-				Spec: kubeovnv1.IPSpec{PodName: p.Name, Namespace: p.Namespace, Subnet: nw.subnet, IPAddress: nw.ip, V4IPAddress: nw.ip}}
-			ipcache.SetSpecInMetadata(rec, 1)
-			_, _ = w.kube.Shardnet.KubeovnV1().IPs().Create(ctx, rec, metav1.CreateOptions{})
+			_, _ = w.kube.Shardnet.KubeovnV1().IPs().Create(ctx, rawIPRecord(p, nw), metav1.CreateOptions{})
 		}
 	}
-	ann := map[string]string{}
-	for _, nw := range nets {
-		k := func(key string) string { return reconcile.Key(nw.provider, key) }
-		ann[k(reconcile.KeyIPAddress)] = nw.ip
-		ann[k(reconcile.KeyMACAddress)] = "0a:58:0a:00:00:01"
-		ann[k(reconcile.KeyCIDR)] = nw.cidr
-		ann[k(reconcile.KeyGateway)] = nw.gateway
-		ann[k(reconcile.KeyLogicalSwitch)] = nw.subnet
-		ann[k(reconcile.KeyAllocated)] = "true"
-		ann[k(reconcile.KeyRouted)] = "true"
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": ann}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": rawAnnotations(nets)}})
 	for ctx.Err() == nil {
 		if _, err := w.kube.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err == nil {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// The raw writer writes what a replica writes for a pod of an overlay
+// subnet of the cluster router, field for field, so that the ceiling is
+// the API server's for the same objects (TestRunAgainstCluster compares
+// them with a replica's).
+const (
+	rawMAC         = "0a:58:0a:00:00:01"
+	rawPodNICType  = "veth-pair"   // the replicas' --pod-nic-type
+	rawRouter      = "ovn-cluster" // the replicas' --cluster-router
+	rawFamilyLabel = "IPv4"
+)
+
+// rawClaim is the claim of nw's address for p, as ipam writes one.
+func rawClaim(p *corev1.Pod, nw rawNetwork) *v1alpha1.AddressClaim {
+	claim := &v1alpha1.AddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: nw.subnet + "." + nw.ip, Labels: map[string]string{
+			v1alpha1.LabelSubnet: nw.subnet, v1alpha1.LabelFamily: rawFamilyLabel}},
+		Spec: v1alpha1.AddressClaimSpec{Subnet: nw.subnet, Address: nw.ip, Provider: nw.provider, NodeName: p.Spec.NodeName, MAC: rawMAC,
+			Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}},
+	}
+	// With its spec in its metadata, as shardnet writes a claim.
+	if v, ok := v1alpha1.EncodeSpec(&claim.Spec); ok {
+		claim.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
+		claim.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
+	}
+	return claim
+}
+
+// rawIPRecord is the IP record of nw for p, as a replica writes one.
+func rawIPRecord(p *corev1.Pod, nw rawNetwork) *kubeovnv1.IP {
+	rec := &kubeovnv1.IP{
+		ObjectMeta: metav1.ObjectMeta{Name: reconcile.PortName(p.Name, p.Namespace, nw.provider),
+			Labels: map[string]string{"ovn.kubernetes.io/subnet": nw.subnet, nw.subnet: "", reconcile.LabelNodeName: p.Spec.NodeName}},
+		Spec: kubeovnv1.IPSpec{PodName: p.Name, Namespace: p.Namespace, Subnet: nw.subnet, NodeName: p.Spec.NodeName,
+			IPAddress: nw.ip, V4IPAddress: nw.ip, MacAddress: rawMAC, PodType: reconcile.PodType(p)},
+	}
+	ipcache.SetSpecInMetadata(rec, 1)
+	return rec
+}
+
+// rawAnnotations are the annotations of nets, as a replica's patch
+// writes them.
+func rawAnnotations(nets []rawNetwork) map[string]string {
+	ann := map[string]string{}
+	for _, nw := range nets {
+		k := func(key string) string { return reconcile.Key(nw.provider, key) }
+		ann[k(reconcile.KeyIPAddress)] = nw.ip
+		ann[k(reconcile.KeyMACAddress)] = rawMAC
+		ann[k(reconcile.KeyCIDR)] = nw.cidr
+		ann[k(reconcile.KeyGateway)] = nw.gateway
+		ann[k(reconcile.KeyLogicalSwitch)] = nw.subnet
+		ann[k(reconcile.KeyPodNICType)] = rawPodNICType
+		ann[k(reconcile.KeyLogicalRouter)] = rawRouter
+		ann[k(reconcile.KeyAllocated)] = "true"
+		ann[k(reconcile.KeyRouted)] = "true"
+	}
+	return ann
 }
 
 // replicaProc is one `shardnet controller` process.
