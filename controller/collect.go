@@ -137,16 +137,26 @@ type burstTarget struct {
 	// waits counts the goroutines waiting for floor, for tests.
 	waits sync.WaitGroup
 
+	// liftTo is the heap goal a load is lifted to while the live heap
+	// is under half of it (startLift); 0: never lifted.
+	liftTo uint64
+	// afterGC runs f after the next collection and after every one
+	// after it until f returns false (afterEachGC); nil: never.
+	afterGC func(f func() bool)
+
 	mu      sync.Mutex
 	bursts  int
 	percent int  // the lowest target asked for by the bursts in progress until it was set; 0: none
 	lowered bool // set lowered the target; saved is the one to put back
+	lifts   int  // loads in progress (startLift)
+	lifted  bool // set lifted the target; saved is the one to put back
 	saved   int
 	stop    chan struct{} // ends the wait for floor
 }
 
 // processBursts is the process's burst target.
-var processBursts = &burstTarget{floor: BurstHeapFloor, every: 200 * time.Millisecond, live: liveHeap, set: debug.SetGCPercent}
+var processBursts = &burstTarget{floor: BurstHeapFloor, every: 200 * time.Millisecond, live: liveHeap, set: debug.SetGCPercent,
+	liftTo: BurstHeapFloor, afterGC: afterEachGC}
 
 // liveHeap is the heap the last collection kept, in bytes.
 func liveHeap() uint64 {
@@ -206,12 +216,136 @@ func (b *burstTarget) lower(stop chan struct{}, live uint64) {
 	}
 	b.stop = nil
 	prev := b.set(b.percent)
+	if b.lifted {
+		// The load's lift ends here: what to compare and put back is
+		// the target from before it.
+		prev, b.lifted = b.saved, false
+	}
 	if prev < 0 || prev <= b.percent {
 		b.set(prev)
 		return
 	}
 	b.saved, b.lowered = prev, true
 	klog.Background().Info("Collector target lowered while a burst runs (the caches' load, first passes)", "percent", b.percent, "from", prev, "liveMiB", live>>20)
+}
+
+// A fresh replica's heap starts with a goal of 4 MiB and doubles it
+// collection after collection while its caches load: at 1,000 pods, six
+// or seven collections in the first quarter second, each marking what is
+// live so far, a third of the CPU the replica spent loading (gctrace).
+// While the caches load, the target is lifted so that the heap's goal is
+// liftTo (BurstHeapFloor) as long as twice the live heap is less: a small
+// replica then collects once or twice over its load, and its heap peaks
+// at liftTo instead of twice its live heap. It is set again from the live
+// heap after every collection, so that a replica whose caches are large
+// is back at its own target once its live heap is half of liftTo, and
+// lowered (lower) at liftTo as before.
+
+// startLift starts a load: the target is lifted while the live heap is
+// under half of liftTo, set again after every collection, until the last
+// load ends (endLift).
+func (b *burstTarget) startLift() {
+	if b.liftTo == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lifts++
+	if b.lifts > 1 {
+		return
+	}
+	b.relift()
+	if b.afterGC != nil {
+		b.afterGC(func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.lifts == 0 {
+				return false
+			}
+			b.relift()
+			return true
+		})
+	}
+}
+
+// goMinHeap is the runtime's smallest heap goal at GOGC=100; at another
+// target it scales with it.
+const goMinHeap = 4 << 20
+
+// liftPercent is the target whose heap goal from live is at most liftTo.
+// The runtime's goal is the larger of (1 + GOGC/100) times the live heap
+// and goMinHeap times GOGC/100, so a live heap under goMinHeap (none is
+// read before the first collection) counts as goMinHeap: the target is
+// then at most liftTo/goMinHeap*100.
+func liftPercent(live, liftTo uint64) int {
+	return int(liftTo/max(live, goMinHeap))*100 - 100
+}
+
+// relift sets the lifted target from the live heap, or puts back the one
+// from before once twice the live heap reaches liftTo. The lowered
+// target of a burst (lower) is left alone. b.mu is held.
+func (b *burstTarget) relift() {
+	if b.lowered || b.lifts == 0 {
+		return
+	}
+	live := b.live()
+	if live >= b.liftTo/2 {
+		b.unlift()
+		return
+	}
+	want := liftPercent(live, b.liftTo)
+	prev := b.set(want)
+	if b.lifted {
+		return
+	}
+	if prev < 0 || prev >= want {
+		// Collection off, or a target already as high: kept.
+		b.set(prev)
+		return
+	}
+	b.saved, b.lifted = prev, true
+}
+
+// unlift puts back the target from before the lift, if lifted. b.mu is
+// held.
+func (b *burstTarget) unlift() {
+	if b.lifted {
+		b.set(b.saved)
+		b.lifted = false
+	}
+}
+
+// endLift ends a load; the last one puts back the target from before the
+// lift.
+func (b *burstTarget) endLift() {
+	if b.liftTo == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lifts == 0 {
+		return
+	}
+	b.lifts--
+	if b.lifts == 0 {
+		b.unlift()
+	}
+}
+
+// gcSentinel is what afterEachGC watches: it holds a pointer, so that it
+// is not packed with other small objects (whose finalizers may never
+// run).
+type gcSentinel struct{ _ *byte }
+
+// afterEachGC runs f once the next collection is over (on the finalizer
+// goroutine), and after each one after it until f returns false.
+func afterEachGC(f func() bool) {
+	s := new(gcSentinel)
+	goruntime.SetFinalizer(s, func(*gcSentinel) {
+		if f() {
+			afterEachGC(f)
+		}
+	})
 }
 
 // exit ends a burst; the last one puts the target back.

@@ -3,6 +3,7 @@ package controller
 import (
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +278,135 @@ func TestCollectAfterLoad(t *testing.T) {
 		if got := collectAfterLoad(c.live, BurstHeapFloor, func() { collected = true }); got != c.want || collected != c.want {
 			t.Errorf("live heap %d: collected %v (reported %v), want %v", c.live, collected, got, c.want)
 		}
+	}
+}
+
+// TestLoadLift: while a load runs, the collector's target is lifted so
+// that the heap's goal is liftTo, set again from the live heap after every
+// collection, put back once the live heap is half of liftTo and when the
+// last load ends; a target already higher, or collection off, is kept;
+// and a burst lowered at its floor puts back the target from before the
+// lift, not the lift.
+func TestLoadLift(t *testing.T) {
+	const mib = 1 << 20
+	newTarget := func(now int) (*burstTarget, *fakeTarget, *atomic.Uint64, *func() bool) {
+		f := &fakeTarget{now: now}
+		var live atomic.Uint64
+		hook := new(func() bool)
+		b := &burstTarget{floor: 64 * mib, liftTo: 64 * mib, every: time.Millisecond, live: live.Load, set: f.set,
+			afterGC: func(g func() bool) { *hook = g }}
+		return b, f, &live, hook
+	}
+	want := func(t *testing.T, f *fakeTarget, target int, why string) {
+		t.Helper()
+		if now, sets := f.get(); now != target {
+			t.Fatalf("%s: target %d (sets %v), want %d", why, now, sets, target)
+		}
+	}
+
+	t.Run("lifted, followed, put back", func(t *testing.T) {
+		b, f, live, hook := newTarget(100)
+		b.startLift()
+		// No collection yet: the live heap counts as the runtime's 4 MiB
+		// minimum, so that its minimum goal at the target is under liftTo.
+		want(t, f, 1500, "before the first collection")
+		live.Store(8 * mib)
+		if !(*hook)() {
+			t.Fatal("the hook stopped while the load runs")
+		}
+		want(t, f, 700, "8 MiB live")
+		live.Store(11 * mib)
+		(*hook)()
+		want(t, f, 400, "11 MiB live (the goal 55 MiB, under liftTo)")
+		live.Store(32 * mib)
+		(*hook)()
+		want(t, f, 100, "half of liftTo live")
+		live.Store(10 * mib)
+		(*hook)()
+		want(t, f, 500, "10 MiB live again")
+		b.startLift() // nested
+		b.endLift()
+		want(t, f, 500, "a load still running")
+		b.endLift()
+		want(t, f, 100, "after the last load")
+		if (*hook)() {
+			t.Fatal("the hook keeps running after the last load")
+		}
+		b.endLift() // an extra end changes nothing
+		want(t, f, 100, "after an extra end")
+	})
+
+	t.Run("a target already higher, or collection off, is kept", func(t *testing.T) {
+		for _, now := range []int{1500, 4000, -1} {
+			b, f, live, hook := newTarget(now)
+			live.Store(8 * mib)
+			b.startLift()
+			(*hook)()
+			want(t, f, now, "during the load")
+			b.endLift()
+			want(t, f, now, "after it")
+		}
+	})
+
+	t.Run("lowered at the floor after the lift", func(t *testing.T) {
+		b, f, live, hook := newTarget(100)
+		live.Store(8 * mib)
+		b.enter(50)
+		b.startLift()
+		want(t, f, 700, "lifted")
+		// A collection finds 64 MiB live: the burst's wait lowers the
+		// target, which ends the lift.
+		live.Store(64 * mib)
+		b.waits.Wait()
+		want(t, f, 50, "lowered at the floor")
+		(*hook)()
+		want(t, f, 50, "a collection after the lowering")
+		b.endLift()
+		b.exit()
+		want(t, f, 100, "after the burst, the target from before the lift")
+	})
+
+	t.Run("no liftTo, no lift", func(t *testing.T) {
+		f := &fakeTarget{now: 100}
+		b := &burstTarget{live: func() uint64 { return mib }, set: f.set}
+		b.startLift()
+		b.endLift()
+		if _, sets := f.get(); len(sets) != 0 {
+			t.Fatalf("sets %v without a liftTo", sets)
+		}
+	})
+}
+
+// TestAfterEachGC: the hook runs after collections, once per collection
+// at most, until it returns false.
+func TestAfterEachGC(t *testing.T) {
+	var runs atomic.Int32
+	ran := make(chan int32, 8)
+	afterEachGC(func() bool {
+		n := runs.Add(1)
+		ran <- n
+		return n < 2
+	})
+	for want := int32(1); want <= 2; want++ {
+		got := int32(0)
+		// The finalizer runs once the collection that found the
+		// sentinel unreachable has swept it; a few more collections
+		// are allowed for that.
+		for i := 0; got == 0 && i < 100; i++ {
+			goruntime.GC()
+			select {
+			case got = <-ran:
+			default:
+			}
+		}
+		if got != want {
+			t.Fatalf("run %d after collections, want %d", got, want)
+		}
+	}
+	for range 5 {
+		goruntime.GC()
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the hook ran %d times, want 2: it returned false the second time", n)
 	}
 }

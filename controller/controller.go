@@ -238,6 +238,7 @@ func (c *Controller) StartInformers(ctx context.Context) {
 		// Loading the caches is a burst of garbage (collect.go).
 		c.loading.Store(true)
 		processBursts.enter(c.cfg.BurstGCPercent)
+		processBursts.startLift()
 		var infCtx context.Context
 		infCtx, c.stopInformers = context.WithCancel(context.WithoutCancel(ctx))
 		c.informers.Kube.Start(infCtx.Done())
@@ -270,6 +271,7 @@ func (c *Controller) StopInformers() {
 // endLoad ends the caches' load as a burst, once.
 func (c *Controller) endLoad() {
 	if c.loading.CompareAndSwap(true, false) {
+		processBursts.endLift()
 		processBursts.exit()
 	}
 }
