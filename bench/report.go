@@ -90,7 +90,7 @@ func Markdown(r *Result) string {
 	}
 	if raw, ok := r.Scenario("raw"); ok {
 		if three, ok := r.Scenario("shardnet-3"); ok {
-			if line := cpuShareLine(raw, three, r.CPUs); line != "" {
+			if line := cpuShareLine(raw, three); line != "" {
 				b.WriteString(line)
 			}
 		}
@@ -542,11 +542,11 @@ func busyMsPerPod(ms map[string]float64) float64 {
 // use is taken from it: when both phases keep the cores busy, the pods/s
 // of each is about the cores over its CPU per pod, so shardnet/raw is
 // about the raw phase's CPU per pod over the 3-replica phase's, whatever
-// the replicas' own path. With the servers on CPUs of their own
-// (CPUs.Pinned), the same holds of the servers' CPU alone: where it is the
+// the replicas' own path. With the servers on CPUs of their own in both
+// (Scenario.ServerCPUs), the same holds of the servers' CPU alone: where it is the
 // limit, shardnet/raw is about what a pod costs the servers with the raw
 // writer over what it costs them with the replicas.
-func cpuShareLine(raw, three Scenario, cpus *CPUs) string {
+func cpuShareLine(raw, three Scenario) string {
 	api0, ok0 := raw.CPUMsPerPod["kube-apiserver"]
 	api3, ok3 := three.CPUMsPerPod["kube-apiserver"]
 	reps, okr := three.CPUMsPerPod["replicas"]
@@ -559,10 +559,10 @@ func cpuShareLine(raw, three Scenario, cpus *CPUs) string {
 	}
 	line := fmt.Sprintf("- CPU per pod over the create phase (no threshold): the API server used %.1f ms with the raw writer and %.1f ms with 3 replicas (%.2fx); the replicas together %.1f ms, %.0f%% of the busy CPU of that phase. ",
 		api0, api3, api3/api0, reps, 100*reps/busy3)
-	if cpus.Pinned() {
+	if len(raw.ServerCPUs) > 0 && slices.Equal(raw.ServerCPUs, three.ServerCPUs) {
 		srv0, srv3 := serversMsPerPod(raw.CPUMsPerPod), serversMsPerPod(three.CPUMsPerPod)
 		return line + fmt.Sprintf("The servers (kube-apiserver, etcd, kwok) on their %s: %.1f ms per pod raw (%.2f cores busy at its rate), %.1f ms with 3 replicas (%.2f cores): where the servers' CPU is the limit, shardnet/raw is about %.2f\n",
-			cpuList(cpus.Servers), srv0, srv0*raw.PodsPerSecond/1000, srv3, srv3*three.PodsPerSecond/1000, srv0/srv3)
+			cpuList(three.ServerCPUs), srv0, srv0*raw.PodsPerSecond/1000, srv3, srv3*three.PodsPerSecond/1000, srv0/srv3)
 	}
 	return line + fmt.Sprintf("Every process together: %.1f ms per pod raw (%.2f cores busy at its rate), %.1f ms with 3 replicas (%.2f cores): where the cores are the limit, shardnet/raw is about %.2f\n",
 		busy0, coresBusy(raw), busy3, coresBusy(three), busy0/busy3)

@@ -48,6 +48,9 @@ type Scenario struct {
 	Batching bool   `json:"batching"`
 	// CreateRate is the paced create rate (pods/s); 0 means full speed.
 	CreateRate float64 `json:"createRate,omitempty"`
+	// ServerCPUs are the CPUs etcd, kube-apiserver and kwok ran on; empty
+	// when every process shared every CPU (Config.Pin).
+	ServerCPUs []int `json:"serverCPUs,omitempty"`
 	// Attachments is the OVN attachments each pod carries besides its
 	// default network; a pod counts as annotated once every network is.
 	Attachments int `json:"attachments,omitempty"`

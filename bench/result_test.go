@@ -265,8 +265,14 @@ func TestCPUPerPodReport(t *testing.T) {
 	r.Scenarios[1].CPUMsPerPod["kwok"] = 0
 	r.CPUs = &CPUs{Servers: []int{0}, Rest: []int{1}}
 	md = Markdown(r)
+	if strings.Contains(md, "The servers (kube-apiserver, etcd, kwok) on their") {
+		t.Errorf("scenarios that ran on every CPU estimated from the servers' CPU:\n%s", md)
+	}
+	r.Scenarios[0].ServerCPUs, r.Scenarios[1].ServerCPUs = []int{0}, []int{0}
+	md = Markdown(r)
 	for _, w := range []string{
-		"etcd, kube-apiserver and kwok ran on CPU 0, and the bench (its raw writer and its watches), the replicas and ovsdb-server on CPU 1 (`-pin`)",
+		"In the scenarios at full speed, etcd, kube-apiserver and kwok ran on CPU 0, and the bench (its raw writer and its watches), the replicas and ovsdb-server on CPU 1 (`-pin`)",
+		"The paced scenarios (half and 90% of the rate) shared CPUs 0, 1",
 		"The servers (kube-apiserver, etcd, kwok) on their CPU 0: 13.5 ms per pod raw (2.02 cores busy at its rate), 18.0 ms with 3 replicas (1.80 cores): where the servers' CPU is the limit, shardnet/raw is about 0.75",
 	} {
 		if !strings.Contains(md, w) {
@@ -276,6 +282,37 @@ func TestCPUPerPodReport(t *testing.T) {
 	r.CPUs = &CPUs{Rest: []int{0, 1, 2}}
 	if md = Markdown(r); !strings.Contains(md, "Every process shared CPUs 0, 1, 2 (`-pin=false`, or a single CPU)") {
 		t.Errorf("unpinned report lacks its layout:\n%s", md)
+	}
+}
+
+// TestPlaceScenario: with a pinned layout, a scenario at full speed puts
+// the servers on theirs and the bench on the rest, and a paced one puts
+// both on every CPU; without one, nothing moves.
+func TestPlaceScenario(t *testing.T) {
+	all, err := harness.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := harness.PinProcess(all); err != nil {
+			t.Error(err)
+		}
+	})
+	c := &CPUs{Servers: all[:1], Rest: all[len(all)-1:]}
+	if got, err := placeScenario(c, spec{name: "raw", raw: true}); err != nil || !slices.Equal(got, c.Servers) {
+		t.Fatalf("at full speed: servers on %v (%v), want %v", got, err, c.Servers)
+	}
+	if now, _ := harness.AllowedCPUs(); !slices.Equal(now, c.Rest) {
+		t.Fatalf("at full speed the bench runs on %v, want %v", now, c.Rest)
+	}
+	if got, err := placeScenario(c, spec{name: HalfRateScenario, rate: 50}); err != nil || got != nil {
+		t.Fatalf("paced: servers on %v (%v), want any", got, err)
+	}
+	if now, _ := harness.AllowedCPUs(); !slices.Equal(now, c.all()) {
+		t.Fatalf("paced, the bench runs on %v, want %v", now, c.all())
+	}
+	if got, err := placeScenario(&CPUs{Rest: all}, spec{name: "raw", raw: true}); err != nil || got != nil {
+		t.Fatalf("unpinned: servers on %v (%v), want any", got, err)
 	}
 }
 

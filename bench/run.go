@@ -93,11 +93,13 @@ type Config struct {
 	// Pin runs etcd, kube-apiserver and kwok on the first half of the
 	// CPUs the bench may use and everything else (the bench itself, its
 	// raw writer and watches, the replicas, ovsdb-server) on the second
-	// half, as a cluster's control plane has cores of its own; with
-	// fewer than two CPUs nothing is pinned. It pins the calling process
-	// for good (layOutCPUs). Unpinned, the replicas take their CPU from
-	// the API server's, and the ratios to the raw ceiling measure that
-	// rather than what shardnet costs the API server (decision 0009).
+	// half in the scenarios at full speed, as a cluster's control plane
+	// has cores of its own; the paced scenarios (half and 90% of the
+	// rate) share every CPU. With fewer than two CPUs nothing is pinned.
+	// It changes the calling process's CPU affinity (placeScenario).
+	// Unpinned, the replicas take their CPU from the API server's, and
+	// the ratios to the raw ceiling measure that rather than what
+	// shardnet costs the API server (decision 0009).
 	Pin bool
 	// Progress receives one line per step.
 	Progress io.Writer
@@ -129,9 +131,8 @@ type Config struct {
 	// in a cluster (default 1 min).
 	KwokTimeout time.Duration
 
-	// serverCPUs are the CPUs of etcd, kube-apiserver and kwok (Pin);
-	// empty: any.
-	serverCPUs []int
+	// cpus is the run's CPU layout (Pin); nil: none.
+	cpus *CPUs
 }
 
 type spec struct {
@@ -287,9 +288,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("laying the processes out on the CPUs: %w", err)
 	}
-	res.CPUs, cfg.serverCPUs = cpus, cpus.Servers
+	res.CPUs, cfg.cpus = cpus, cpus
 	if cpus.Pinned() {
-		fmt.Fprintf(cfg.Progress, "bench: etcd, kube-apiserver and kwok on %s; the bench, the replicas and ovsdb-server on %s\n", cpuList(cpus.Servers), cpuList(cpus.Rest))
+		fmt.Fprintf(cfg.Progress, "bench: at full speed, etcd, kube-apiserver and kwok on %s; the bench, the replicas and ovsdb-server on %s\n", cpuList(cpus.Servers), cpuList(cpus.Rest))
 	}
 	if cfg.NBCeilingPorts >= 0 {
 		n := cfg.NBCeilingPorts
@@ -398,7 +399,7 @@ func finish(ctx context.Context, cfg Config, res *Result) error {
 	res.computeRatios()
 	if cfg.Micro {
 		fmt.Fprintln(cfg.Progress, "bench: micro-benchmarks (ipam, ovn) ...")
-		m, err := runMicro(ctx, cfg.MicroDir)
+		m, err := runMicro(ctx, cfg.MicroDir, res.CPUs.all())
 		if err != nil {
 			return err
 		}
@@ -422,6 +423,10 @@ func announce(cfg Config, sp spec) {
 }
 
 func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
+	servers, err := placeScenario(cfg.cpus, sp)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("laying the processes out on the CPUs: %w", err)
+	}
 	p, err := harness.NewProgram()
 	if err != nil {
 		return Scenario{}, err
@@ -430,7 +435,7 @@ func runScenario(ctx context.Context, cfg Config, sp spec) (Scenario, error) {
 	var sc Scenario
 	err = p.Run(func() error {
 		var err error
-		sc, err = scenario(ctx, p, cfg, sp)
+		sc, err = scenario(ctx, p, cfg, sp, servers)
 		return err
 	})
 	return sc, err
@@ -482,12 +487,12 @@ func drive(ctx context.Context, cfg Config, sp spec, client kubernetes.Interface
 // every scenario alike (decision 0009).
 var apiServerArgs = []string{"--feature-gates=DetectCacheInconsistency=false"}
 
-func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec) (Scenario, error) {
+func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec, servers []int) (Scenario, error) {
 	sc := Scenario{Name: sp.name, Replicas: sp.replicas, Shards: sp.shards, Batching: sp.batching, CreateRate: sp.rate,
-		Attachments: sp.networks() - 1}
+		Attachments: sp.networks() - 1, ServerCPUs: servers}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	kube := harness.StartKubeWith(p, harness.KubeOptions{APIServerArgs: apiServerArgs, CPUs: cfg.serverCPUs})
+	kube := harness.StartKubeWith(p, harness.KubeOptions{APIServerArgs: apiServerArgs, CPUs: servers})
 	kube.StartKwok(p)
 	// The API server's and etcd's logs go with the replicas': a stall
 	// that no replica logged is looked for there (its gctrace lines

@@ -10,13 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// startOn starts cmd with its CPU affinity set to cpus (the caller's
+// StartOn starts cmd with its CPU affinity set to cpus (the caller's
 // when cpus is empty). A process inherits the affinity of the thread that
 // forked it, so the calling goroutine is locked to its thread, whose
 // affinity is set to cpus for the fork and put back after it; then the
 // thread goes back to the runtime, alive (with Pdeathsig, the child is
 // signalled when the thread that forked it exits).
-func startOn(cmd *exec.Cmd, cpus []int) error {
+func StartOn(cmd *exec.Cmd, cpus []int) error {
 	if len(cpus) == 0 {
 		return cmd.Start()
 	}

@@ -52,7 +52,7 @@ func allowedList(t *testing.T, path string) []int {
 func sleeper(t *testing.T, cpus []int) int {
 	t.Helper()
 	cmd := exec.Command("sleep", "300")
-	if err := startOn(cmd, cpus); err != nil {
+	if err := StartOn(cmd, cpus); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -88,7 +88,7 @@ func TestStartOn(t *testing.T) {
 	if got := allowedList(t, fmt.Sprintf("/proc/%d/status", sleeper(t, nil))); !slices.Equal(got, all) {
 		t.Fatalf("started without CPUs, runs on %v, want %v", got, all)
 	}
-	if err := startOn(exec.Command("true"), []int{len(set) * 64}); err == nil {
+	if err := StartOn(exec.Command("true"), []int{len(set) * 64}); err == nil {
 		t.Fatal("a CPU number past the largest was accepted")
 	}
 }

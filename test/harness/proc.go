@@ -101,7 +101,7 @@ type Process struct {
 
 	args []string
 	env  []string
-	// cpus, when set, are the CPUs the process runs on (startOn).
+	// cpus, when set, are the CPUs the process runs on (StartOn).
 	cpus []int
 
 	// mu guards cmd and done.
@@ -129,7 +129,7 @@ func (p *Process) start(t TB) {
 	// Its own process group, so that a signal to the test does not reach it
 	// first and a stop reaches its children.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := startOn(cmd, p.cpus); err != nil {
+	if err := StartOn(cmd, p.cpus); err != nil {
 		f.Close()
 		t.Fatalf("harness: starting %s: %v", p.Name, err)
 	}
