@@ -294,6 +294,11 @@ func (b *burstTarget) relift() {
 		return
 	}
 	want := liftPercent(live, b.liftTo)
+	if b.lifted && want <= b.saved {
+		// The target from before is as high by now.
+		b.unlift()
+		return
+	}
 	prev := b.set(want)
 	if b.lifted {
 		return

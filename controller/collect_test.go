@@ -336,6 +336,21 @@ func TestLoadLift(t *testing.T) {
 		want(t, f, 100, "after an extra end")
 	})
 
+	t.Run("never under the target from before", func(t *testing.T) {
+		b, f, live, hook := newTarget(300)
+		live.Store(8 * mib)
+		b.startLift()
+		want(t, f, 700, "8 MiB live")
+		live.Store(20 * mib)
+		(*hook)()
+		want(t, f, 300, "20 MiB live: a lift to 200 would lower it")
+		live.Store(8 * mib)
+		(*hook)()
+		want(t, f, 700, "8 MiB live again")
+		b.endLift()
+		want(t, f, 300, "after the load")
+	})
+
 	t.Run("a target already higher, or collection off, is kept", func(t *testing.T) {
 		for _, now := range []int{1500, 4000, -1} {
 			b, f, live, hook := newTarget(now)
