@@ -13,7 +13,10 @@
 //     CIDR (198.18.0.0/15, a benchmarking range) that cannot overlap the
 //     subnets tests use: (*Kube).StartKwok and (*Kube).CreateNode;
 //   - Debian's ovsdb-server with the pinned OVN Northbound schema,
-//     standalone (StartNB) or as a RAFT cluster (StartNBCluster).
+//     standalone (StartNB) or as a RAFT cluster (StartNBCluster);
+//   - CPU placement for benchmarks: etcd, kube-apiserver and kwok on CPUs
+//     of their own (KubeOptions.CPUs), this process and what it starts on
+//     others (PinProcess, StartOn).
 //
 // Every start waits for readiness and registers cleanup with the test, which
 // stops only the processes it started. The etcd, kube-apiserver and kwok
