@@ -98,6 +98,28 @@ func StartNBCluster(t TB, n int) *NBCluster {
 	server := systemBinary(t, "ovsdb-server", "ovn-central")
 	tool := systemBinary(t, "ovsdb-tool", "ovn-central")
 	systemBinary(t, "ovs-appctl", "openvswitch-common")
+	// The RAFT and client ports are picked free, then bound by the
+	// members a moment later: when another process took one meanwhile,
+	// a member never joins (it talks to whatever holds its leader's
+	// port), and the cluster is started again on new ports.
+	for attempt := 1; ; attempt++ {
+		c, err := startNBCluster(t, n, server, tool)
+		if err == nil {
+			c.Leader(t)
+			return c
+		}
+		if attempt == 3 {
+			t.Fatalf("harness: NB cluster: %v (%d attempts)", err, attempt)
+		}
+		t.Logf("harness: NB cluster: %v; starting it again on new ports", err)
+	}
+}
+
+// startNBCluster starts one attempt at an n-member cluster and waits
+// until every member has joined; on error it kills the members it
+// started.
+func startNBCluster(t TB, n int, server, tool string) (*NBCluster, error) {
+	t.Helper()
 	dir := t.TempDir()
 	c := &NBCluster{Dir: dir}
 	raftAddrs := make([]string, n)
@@ -124,34 +146,60 @@ func StartNBCluster(t TB, n int) *NBCluster {
 		c.members = append(c.members, m)
 		c.Endpoints = append(c.Endpoints, fmt.Sprintf("tcp:127.0.0.1:%d", m.clientPort))
 	}
+	fail := func(err error) (*NBCluster, error) {
+		for _, m := range c.members {
+			if m.proc != nil {
+				m.proc.Kill()
+			}
+		}
+		return nil, err
+	}
 	for i := range c.members {
-		c.startMember(t, i)
+		if err := c.tryStartMember(t, i); err != nil {
+			return fail(err)
+		}
 	}
 	for i, m := range c.members {
-		waitFor(t, m.proc, 30*time.Second, func(context.Context) error {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if !m.proc.Running() {
+				return fail(fmt.Errorf("%s exited before it joined; last log lines:\n%s", m.proc.Name, m.proc.tail()))
+			}
 			st, err := c.status(i)
-			if err != nil {
-				return err
+			if err == nil && strings.Contains(st, "Status: cluster member") {
+				break
 			}
-			if !strings.Contains(st, "Status: cluster member") {
-				return fmt.Errorf("member %d not joined yet", i)
+			if err == nil {
+				err = fmt.Errorf("member %d not joined yet", i)
 			}
-			return nil
-		})
+			if time.Now().After(deadline) {
+				return fail(fmt.Errorf("%s not joined after 30s: %v\n%s", m.proc.Name, err, m.proc.tail()))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	c.Leader(t)
-	return c
+	return c, nil
 }
 
 func (c *NBCluster) startMember(t TB, i int) {
+	t.Helper()
+	if err := c.tryStartMember(t, i); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+}
+
+// tryStartMember starts member i and waits until its client port
+// listens.
+func (c *NBCluster) tryStartMember(t TB, i int) error {
 	t.Helper()
 	m := c.members[i]
 	m.proc = newProcess(fmt.Sprintf("ovsdb-server[nb%d]", i), filepath.Join(c.Dir, fmt.Sprintf("nb%d.log", i)), nil, m.args...)
 	m.proc.start(t)
 	t.Cleanup(m.proc.Stop)
 	if err := waitTCP(m.proc, m.clientPort, 15*time.Second); err != nil {
-		t.Fatalf("harness: NB member %d not listening: %v\n%s", i, err, m.proc.tail())
+		return fmt.Errorf("NB member %d not listening: %v\n%s", i, err, m.proc.tail())
 	}
+	return nil
 }
 
 func (c *NBCluster) status(i int) (string, error) {
