@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -41,6 +42,7 @@ import (
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/watch"
+	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/reconcile"
 	"github.com/shardnet/shardnet/test/harness"
 )
@@ -1609,26 +1611,26 @@ func (w *rawWriter) write(ctx context.Context, p *corev1.Pod) {
 // the API server's for the same objects (TestRunAgainstCluster compares
 // them with a replica's).
 const (
-	rawMAC         = "0a:58:0a:00:00:01"
-	rawPodNICType  = "veth-pair"   // the replicas' --pod-nic-type
-	rawRouter      = "ovn-cluster" // the replicas' --cluster-router
-	rawFamilyLabel = "IPv4"
+	rawMAC        = "0a:58:0a:00:00:01"
+	rawPodNICType = "veth-pair"   // the replicas' --pod-nic-type
+	rawRouter     = "ovn-cluster" // the replicas' --cluster-router
 )
+
+// rawMACValue is rawMAC parsed.
+var rawMACValue = func() ipam.MAC {
+	m, err := ipam.ParseMAC(rawMAC)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
 
 // rawClaim is the claim of nw's address for p, as ipam writes one.
 func rawClaim(p *corev1.Pod, nw rawNetwork) *v1alpha1.AddressClaim {
-	claim := &v1alpha1.AddressClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: nw.subnet + "." + nw.ip, Labels: map[string]string{
-			v1alpha1.LabelSubnet: nw.subnet, v1alpha1.LabelFamily: rawFamilyLabel}},
-		Spec: v1alpha1.AddressClaimSpec{Subnet: nw.subnet, Address: nw.ip, Provider: nw.provider, NodeName: p.Spec.NodeName, MAC: rawMAC,
-			Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}},
-	}
-	// With its spec in its metadata, as shardnet writes a claim.
-	if v, ok := v1alpha1.EncodeSpec(&claim.Spec); ok {
-		claim.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
-		claim.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
-	}
-	return claim
+	return ipam.NewClaim(nw.subnet, netip.MustParseAddr(nw.ip), ipam.Request{
+		Owner:    v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)},
+		Provider: nw.provider, NodeName: p.Spec.NodeName,
+	}, rawMACValue)
 }
 
 // rawIPRecord is the IP record of nw for p, as a replica writes one.

@@ -198,16 +198,22 @@ func familyLabel(a netip.Addr) string {
 }
 
 func (c *Claims) newClaim(s *Subnet, a netip.Addr, req Request, mac MAC) *v1alpha1.AddressClaim {
+	return NewClaim(s.name, a, req, mac)
+}
+
+// NewClaim is the claim of address a of subnet for req, with mac (zero:
+// none), as Allocate creates it.
+func NewClaim(subnet string, a netip.Addr, req Request, mac MAC) *v1alpha1.AddressClaim {
 	claim := &v1alpha1.AddressClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.ClaimName(s.name, a),
+			Name: v1alpha1.ClaimName(subnet, a),
 			Labels: map[string]string{
-				v1alpha1.LabelSubnet: SubnetLabelValue(s.name),
+				v1alpha1.LabelSubnet: SubnetLabelValue(subnet),
 				v1alpha1.LabelFamily: familyLabel(a),
 			},
 		},
 		Spec: v1alpha1.AddressClaimSpec{
-			Subnet:   s.name,
+			Subnet:   subnet,
 			Address:  a.String(),
 			Provider: req.Provider,
 			NodeName: req.NodeName,
