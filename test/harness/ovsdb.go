@@ -160,22 +160,18 @@ func startNBCluster(t TB, n int, server, tool string) (*NBCluster, error) {
 		}
 	}
 	for i, m := range c.members {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if !m.proc.Running() {
-				return fail(fmt.Errorf("%s exited before it joined; last log lines:\n%s", m.proc.Name, m.proc.tail()))
-			}
+		err := waitReady(m.proc, 30*time.Second, func(context.Context) error {
 			st, err := c.status(i)
-			if err == nil && strings.Contains(st, "Status: cluster member") {
-				break
+			if err != nil {
+				return err
 			}
-			if err == nil {
-				err = fmt.Errorf("member %d not joined yet", i)
+			if !strings.Contains(st, "Status: cluster member") {
+				return fmt.Errorf("member %d not joined yet", i)
 			}
-			if time.Now().After(deadline) {
-				return fail(fmt.Errorf("%s not joined after 30s: %v\n%s", m.proc.Name, err, m.proc.tail()))
-			}
-			time.Sleep(50 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			return fail(err)
 		}
 	}
 	return c, nil

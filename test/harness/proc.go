@@ -239,15 +239,23 @@ func (p *Process) tail() string {
 // timeout passes.
 func waitFor(t TB, p *Process, timeout time.Duration, ready func(ctx context.Context) error) {
 	t.Helper()
+	if err := waitReady(p, timeout, ready); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+}
+
+// waitReady is waitFor's wait: it polls ready until it returns nil, and
+// fails when p (if not nil) exits first or timeout passes.
+func waitReady(p *Process, timeout time.Duration, ready func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last error
 	for {
 		if p != nil && !p.Running() {
-			t.Fatalf("harness: %s exited before it was ready; last log lines:\n%s", p.Name, p.tail())
+			return fmt.Errorf("%s exited before it was ready; last log lines:\n%s", p.Name, p.tail())
 		}
 		if last = ready(ctx); last == nil {
-			return
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -256,7 +264,7 @@ func waitFor(t TB, p *Process, timeout time.Duration, ready func(ctx context.Con
 			if p != nil {
 				name, tail = p.Name, p.tail()
 			}
-			t.Fatalf("harness: %s not ready after %s: %v\n%s", name, timeout, last, tail)
+			return fmt.Errorf("%s not ready after %s: %v\n%s", name, timeout, last, tail)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
