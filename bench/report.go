@@ -171,16 +171,34 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "- live heap of a replica (what its last collection kept, `go_gc_heap_live_bytes`; --memory-limit is sized from it): %s\n", live)
 		}
 		for i, rs := range three.Restarts {
-			fmt.Fprintf(&b, "- restart %d of every replica to steady state (%d pods): **%.1f s** (goal <= %d s at 50,000 pods", i+1, r.Pods, rs.Seconds, RestartGoalSeconds)
+			fmt.Fprintf(&b, "- restart %d of every replica to steady state (%d pods): **%s s** (goal <= %d s at 50,000 pods", i+1, r.Pods, secs(rs.Seconds), RestartGoalSeconds)
 			if rs.Seconds > RestartGoalSeconds {
 				fmt.Fprintf(&b, ", missed by %.1f s", rs.Seconds-RestartGoalSeconds)
 			}
-			fmt.Fprintf(&b, "): ready after %.1f s, %d pod reconciles, %.0f API writes and %.0f NB transactions on the way; the old replicas took %.1f s to exit\n",
-				rs.ReadySeconds, rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
+			fmt.Fprintf(&b, "): ready after %s s, %d pod reconciles, %.0f API writes and %.0f NB transactions on the way; the old replicas took %.1f s to exit",
+				secs(rs.ReadySeconds), rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
+			if len(rs.CPUSeconds) > 0 {
+				fmt.Fprintf(&b, "; CPU to get there: the replicas %s s, kube-apiserver and etcd %.2f s", floatsPrec(rs.CPUSeconds, 2), rs.ServersCPUSeconds)
+			}
+			if c := rs.Ceiling; c != nil {
+				fmt.Fprintf(&b, "; the ceiling measured right after it: %s s (CPU: the clients %.2f s, kube-apiserver and etcd %.2f s)", secs(c.Seconds), c.CPUSeconds, c.ServersCPUSeconds)
+			}
+			if rs.Profiled && len(three.Restarts) > 1 {
+				b.WriteString("; profiled, and left out of the ratios")
+			}
+			b.WriteString("\n")
 		}
 		if three.RawReloadSeconds > 0 {
-			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once, decoded as the replicas decode them (the pods as far as their cache keeps them, the claims and IP records as their metadata): **%.1f s**; the slowest restart took **%.2fx** that\n",
-				three.Replicas, three.RawReloadSeconds, r.Ratios.RestartVsRawReload)
+			fmt.Fprintf(&b, "- the restarts' ceiling, %d plain clients loading the pods, claims and IP records at once, decoded as the replicas decode them (the pods as far as their cache keeps them, the claims and IP records as their metadata): **%s s**",
+				three.Replicas, secs(three.RawReloadSeconds))
+			if n := len(ceilingSeconds(three.Restarts)); n > 1 {
+				fmt.Fprintf(&b, ", the median of %d measurements, one after each timed restart", n)
+			}
+			fmt.Fprintf(&b, "; the median restart (%s s) took **%.2fx** that", secs(r.Ratios.RestartMedianSeconds), r.Ratios.RestartVsRawReload)
+			if len(timedRestarts(three.Restarts)) > 1 {
+				fmt.Fprintf(&b, ", the slowest (%s s) %.2fx", secs(r.Ratios.RestartSeconds), r.Ratios.RestartSeconds/three.RawReloadSeconds)
+			}
+			b.WriteString("\n")
 		}
 		if three.FullReloadSeconds > 0 && three.RawReloadSeconds > 0 {
 			fmt.Fprintf(&b, "- the same clients decoding them all in full (as replicas did before the claims and IP records carried their spec in their metadata and the pods were decoded as far as the cache keeps them): **%.1f s**; the ceiling is %.2fx that\n",
@@ -240,7 +258,12 @@ func restartPeaks(rs []Restart) string {
 	}
 	var parts []string
 	for _, r := range rs {
-		parts = append(parts, fmt.Sprintf("%.0f", slices.Max(r.PeakRSSMiB)))
+		if len(r.PeakRSSMiB) > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f", slices.Max(r.PeakRSSMiB)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	return ", " + strings.Join(parts, " / ") + " MiB after a restart"
 }
@@ -273,13 +296,24 @@ func largestPerPhase(routed []float64, rs []Restart, restart func(Restart) []flo
 	return strings.Join(parts, ", ")
 }
 
-func floats(v []float64) string {
+// secs formats seconds with two decimals under 10 s, one above.
+func secs(s float64) string {
+	if s < 10 {
+		return strconv.FormatFloat(s, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(s, 'f', 1, 64)
+}
+
+func floats(v []float64) string { return floatsPrec(v, 0) }
+
+// floatsPrec is floats with prec digits after the point.
+func floatsPrec(v []float64, prec int) string {
 	if len(v) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(v))
 	for i, x := range v {
-		parts[i] = fmt.Sprintf("%.0f", x)
+		parts[i] = strconv.FormatFloat(x, 'f', prec, 64)
 	}
 	return strings.Join(parts, "/")
 }

@@ -40,7 +40,7 @@ func run(args []string) int {
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound of one scenario")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run ("+strings.Join(bench.ScenarioNames, ", ")+"); empty runs all")
 	halfRate := fs.Float64("half-rate", 0, "pods/s of the half-rate scenario when shardnet-3 does not run (0: half of shardnet-3's rate); the 90% scenarios run at 1.8 times it")
-	restarts := fs.Int("restarts", 1, "times every replica of shardnet-3 is restarted once its pods are routed, each timed back to steady state")
+	restarts := fs.Int("restarts", 3, "times every replica of shardnet-3 is restarted once its pods are routed, each timed back to steady state and followed by a measurement of the restarts' ceiling (the ratio is of the medians); with -profiles, one more restart, profiled, comes first and is left out of the ratios")
 	profiles := fs.Bool("profiles", true, "write pprof heap and CPU profiles of the shardnet-3 replicas and the API server to OUT/pprof")
 	memLimit := fs.String("replica-memory-limit", "512Mi", "the replicas' --memory-limit, as deploy/base sets it (empty: the replicas' default, auto)")
 	gcPercent := fs.Int("replica-gc-percent", 0, "the replicas' --gc-percent (0, as deploy/base: none, so GOGC or Go's 100)")
