@@ -178,7 +178,7 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "): ready after %s s, %d pod reconciles, %.0f API writes and %.0f NB transactions on the way; the old replicas took %.1f s to exit",
 				secs(rs.ReadySeconds), rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
 			if len(rs.CPUSeconds) > 0 {
-				fmt.Fprintf(&b, "; CPU to get there: the replicas %s s, kube-apiserver and etcd %.2f s", floatsPrec(rs.CPUSeconds, 2), rs.ServersCPUSeconds)
+				fmt.Fprintf(&b, "; CPU to get there: the replicas %s s, kube-apiserver and etcd %.2f s, ovsdb-server %.2f s", floatsPrec(rs.CPUSeconds, 2), rs.ServersCPUSeconds, rs.NBCPUSeconds)
 			}
 			if c := rs.Ceiling; c != nil {
 				fmt.Fprintf(&b, "; the ceiling measured right after it: %s s (CPU: the clients %.2f s, kube-apiserver and etcd %.2f s)", secs(c.Seconds), c.CPUSeconds, c.ServersCPUSeconds)

@@ -165,6 +165,9 @@ type Restart struct {
 	// ServersCPUSeconds is what kube-apiserver and etcd used over the
 	// same time.
 	ServersCPUSeconds float64 `json:"serversCPUSeconds,omitempty"`
+	// NBCPUSeconds is what ovsdb-server used over the same time, sending
+	// each replica the Northbound's rows.
+	NBCPUSeconds float64 `json:"nbCPUSeconds,omitempty"`
 	// Profiled is set on the restart the profiles were taken over: the
 	// first, timed and reported, but left out of the ratios (profiling
 	// took a quarter more of the replicas' CPU at 1,000 pods).

@@ -1020,7 +1020,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 	stopping.Wait()
 	r.StopSeconds = time.Since(t).Seconds()
 	collectServers(ctx, kube)
-	servers := serversCPU(kube)
+	servers, nbCPU := serversCPU(kube), nb.CPUSeconds()
 	start := time.Now()
 	procs, err := startReplicaProcs(p, cfg, sp, kube, nb)
 	if err != nil {
@@ -1109,6 +1109,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 		if owned == shards && synced == shards && depth == 0 {
 			r.Seconds = time.Since(start).Seconds()
 			r.ServersCPUSeconds = serversCPU(kube) - servers
+			r.NBCPUSeconds = nb.CPUSeconds() - nbCPU
 			for _, rp := range procs {
 				_, _, cpu := rp.usage()
 				r.CPUSeconds = append(r.CPUSeconds, cpu)

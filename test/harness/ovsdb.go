@@ -70,6 +70,15 @@ func (nb *NB) Stop() {
 	}
 }
 
+// CPUSeconds is the CPU time ovsdb-server has used so far; 0 for an
+// embedded or nil one.
+func (nb *NB) CPUSeconds() float64 {
+	if nb == nil || nb.proc == nil {
+		return 0
+	}
+	return nb.proc.CPUSeconds()
+}
+
 // NBCluster is a RAFT cluster of ovsdb-server members serving
 // OVN_Northbound, each on its own loopback ports.
 type NBCluster struct {
