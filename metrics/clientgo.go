@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/internal/metawatch"
 	"github.com/shardnet/shardnet/internal/watch"
 )
@@ -41,13 +42,14 @@ func (resultAdapter) Increment(_ context.Context, code, method, host string) {
 // election metrics (leaderelection.go), both process-wide, to reg, with
 // the count of watches the informers kept through an early end
 // (watch.Resumes) and of the claims and IP records read in full
-// (metawatch.FullReads). client-go accepts one registration per process;
+// (metawatch.FullReads), and of the IP record creates a replica awaited
+// instead of sending again (ipcache.CreatesAwaited). client-go accepts one registration per process;
 // later calls only register the collectors with reg.
 func RegisterClientGo(reg prometheus.Registerer) error {
 	registerOnce.Do(func() {
 		clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: latencyAdapter{}, RequestResult: resultAdapter{}})
 	})
-	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath, watch.Resumes, metawatch.FullReads} {
+	for _, c := range []prometheus.Collector{restLatency, restResults, leaderStatus, leaderSlowpath, watch.Resumes, metawatch.FullReads, ipcache.CreatesAwaited} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

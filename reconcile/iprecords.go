@@ -28,6 +28,11 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 	cur, err := p.cfg.IPs.Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
+		if p.ipCreated.Pending(name, spec, labels) {
+			// Created by an earlier reconcile of this pod moments ago;
+			// the informer has not delivered it yet.
+			return nil
+		}
 		ip := &kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(labels)}, Spec: spec}
 		// The spec goes into the metadata too, at the generation a
 		// create gives, so that replicas can watch records as their
@@ -41,10 +46,12 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 		if err != nil {
 			return fmt.Errorf("creating IP %s: %w", name, err)
 		}
+		p.ipCreated.Add(name, spec, labels)
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading IP %s: %w", name, err)
 	}
+	p.ipCreated.Forget(name)
 	// Only the fields shardnet writes are compared and set: a record
 	// another controller wrote (kube-ovn's attach lists, container id)
 	// keeps the rest, and an adopted record that already says what
@@ -78,6 +85,7 @@ func (t *Term) ensureIPRecord(ctx context.Context, rec *IPRecord) error {
 // rewritten.
 func (t *Term) deleteIPRecord(ctx context.Context, name string, pod *corev1.Pod) error {
 	p := t.p
+	p.ipCreated.Forget(name)
 	cur, err := p.cfg.IPs.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil

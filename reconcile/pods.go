@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	kubeovnlisters "github.com/shardnet/shardnet/api/client/listers/kubeovn/v1"
+	"github.com/shardnet/shardnet/internal/ipcache"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/ovn"
 )
@@ -156,6 +157,9 @@ type PodConfig struct {
 type Pods struct {
 	cfg     PodConfig
 	planner *Planner
+	// ipCreated are the IP records this replica created that its
+	// informer may not have delivered yet.
+	ipCreated *ipcache.Created
 }
 
 // NewPods checks cfg and returns the reconciler.
@@ -184,7 +188,7 @@ func NewPods(cfg PodConfig) (*Pods, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Pods{cfg: cfg}
+	p := &Pods{cfg: cfg, ipCreated: ipcache.NewCreated(cfg.Now)}
 	p.planner = &Planner{
 		View:          &cacheView{Catalog: cfg.Catalog, cfg: &p.cfg},
 		DefaultSubnet: cfg.DefaultSubnet,
