@@ -65,23 +65,24 @@ func TestIPRecordCreateAwaited(t *testing.T) {
 	if w.creates["p.ns"] != 2 {
 		t.Fatalf("%d creates after the spec changed, want 2", w.creates["p.ns"])
 	}
-	// After CreatedTTL the create is sent again.
-	w.creates = map[string]int{}
-	p.ipCreated = ipcache.NewCreated(func() time.Time { return now })
-	if err := term.ensureIPRecord(ctx, rec); err != nil {
-		t.Fatal(err)
+	// createdOnce starts afresh: nothing remembered, one create sent.
+	createdOnce := func() {
+		t.Helper()
+		w.creates = map[string]int{}
+		p.ipCreated = ipcache.NewCreated(func() time.Time { return now })
+		if err := term.ensureIPRecord(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// After CreatedTTL the create is sent again.
+	createdOnce()
 	now = now.Add(ipcache.CreatedTTL)
 	_ = term.ensureIPRecord(ctx, rec)
 	if w.creates["p.ns"] != 2 {
 		t.Errorf("%d creates once the TTL passed, want 2", w.creates["p.ns"])
 	}
 	// A deleted record is created again at once.
-	w.creates = map[string]int{}
-	p.ipCreated = ipcache.NewCreated(func() time.Time { return now })
-	if err := term.ensureIPRecord(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
+	createdOnce()
 	if err := term.deleteIPRecord(ctx, rec.Name, &corev1.Pod{}); err != nil {
 		t.Fatal(err)
 	}
