@@ -227,7 +227,9 @@ type Ratios struct {
 	StallSeconds    float64 `json:"stallSeconds,omitempty"`
 	RawStallSeconds float64 `json:"rawStallSeconds,omitempty"`
 	// RestartSeconds is the slowest way back to steady state after a
-	// restart of every replica of the 3-replica scenario; 0 when none ran.
+	// restart of every replica of the 3-replica scenario, of the timed
+	// restarts (a profiled one is left out unless it is the only one); 0
+	// when none ran.
 	RestartSeconds float64 `json:"restartSeconds,omitempty"`
 	// RestartVsRawReload is the median restart's seconds over the
 	// restarts' ceiling (Scenario.RawReloadSeconds, the median of as many

@@ -50,7 +50,9 @@
 //     have no member Lease at all (every replica was restarted and the
 //     others are still loading their caches), so their shards are not
 //     given to it and moved back a moment later. An existing Lease, even expired, is not
-//     waited for: a dead replica's shards move as soon as without it;
+//     waited for: a dead replica's shards move as soon as without it; nor
+//     does a leader that is itself shutting down wait (it gets no shard
+//     either way), so that the last replica of a full stop exits at once;
 //   - a leader's own writes (LeaderTerm) stop once its last renewal of the
 //     leader Lease was sent longer than the election's renew deadline ago,
 //     whatever its elector still believes, so a leader resumed after a

@@ -201,9 +201,20 @@ func cmpString(a, b string) int {
 // caches and registered again, a moment later. Planning then would give
 // it every shard and move most of them back once the others register. A
 // Lease that exists counts, live or expired: a dead replica's shards are
-// never held back.
+// never held back. A leader that is itself shutting down does not wait:
+// it is given no shard either way, and waiting kept its own shards, and
+// its exit, for the whole wait when every replica stopped at once (at
+// 50,000 pods, 9.7 s instead of a fraction of a second: the leader left
+// first, the last replica to go took over the lead, and waited for the
+// two that had just left).
 func (c *Coordinator) settling(table *Assignment, members []Member, now time.Time) (time.Time, []string) {
 	if c.cfg.FirstAssignmentWait <= 0 || table == nil {
+		return time.Time{}, nil
+	}
+	c.leaseMu.Lock()
+	leaving := c.want.leaving
+	c.leaseMu.Unlock()
+	if leaving {
 		return time.Time{}, nil
 	}
 	until := time.Unix(0, c.ledSince.Load()).Add(c.cfg.FirstAssignmentWait)

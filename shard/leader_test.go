@@ -145,6 +145,28 @@ func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 			t.Errorf("a owns %d shards, want all 4 once b is given up on", got)
 		}
 	})
+	t.Run("a leader that is leaving does not wait", func(t *testing.T) {
+		c, _, client := start(t)
+		// a, the leader, took the shards over from the others on their
+		// way out, and is on its way out too.
+		owned := table.Clone()
+		owned.Generation++
+		for s := range owned.Shards {
+			owned.Shards[s].Owner, owned.Shards[s].Inc = "a", "new-a"
+		}
+		c.setTable(owned, "1")
+		c.observed["a"].report.leaving = true
+		c.leaseMu.Lock()
+		c.want.leaving = true
+		c.leaseMu.Unlock()
+		c.lead(context.Background())
+		if !wrote(client) {
+			t.Fatal("the leader, itself shutting down, waited for b before assigning")
+		}
+		if got := c.table.Owners()[""]; got != 4 {
+			t.Errorf("%d shards without an owner, want all 4: no member is ready (%v)", got, c.table.Owners())
+		}
+	})
 	t.Run("an expired Lease is not waited for", func(t *testing.T) {
 		c, _, client := start(t)
 		// Confirmed expired on the server (read live, still there).
