@@ -30,8 +30,10 @@ const CreatedTTL = 15 * time.Second
 // informer of IP records lags its create, the record is not in the cache
 // yet, and without Created the reconcile would send the create again and
 // be answered AlreadyExists: a wasted write on an API server that is
-// already behind, and a retry of the pod. Created is safe for concurrent
-// use.
+// already behind, and a retry of the pod. The replica's own deletes
+// forget a record; one another writer deletes within CreatedTTL of its
+// create is written again at the pod's first reconcile after that.
+// Created is safe for concurrent use.
 type Created struct {
 	now func() time.Time
 
