@@ -719,7 +719,12 @@ func (c *Coordinator) onResult(ctx context.Context, holdings map[int]*holding, r
 	}
 }
 
-// follow makes holdings match what the table lets this replica run.
+// follow makes holdings match what the table lets this replica run. A
+// member on its way out starts no shard it does not hold already: the
+// leader assigned it before it saw the member leaving and moves it away
+// at once, and starting it would seed the shard's pods (a second of a
+// replica's CPU at 800 pods a shard) only to release them; the new owner
+// starts as soon as the table names it.
 func (c *Coordinator) follow(ctx context.Context, holdings map[int]*holding, retryAt map[int]time.Time, wg *sync.WaitGroup) {
 	c.mu.Lock()
 	var runnable map[int]uint64
@@ -727,6 +732,9 @@ func (c *Coordinator) follow(ctx context.Context, holdings map[int]*holding, ret
 		runnable = c.table.Runnable(c.cfg.Identity)
 	}
 	c.mu.Unlock()
+	c.leaseMu.Lock()
+	leaving := c.want.leaving
+	c.leaseMu.Unlock()
 	for s, h := range holdings {
 		if want, ok := runnable[s]; ok && want == h.epoch {
 			continue
@@ -738,7 +746,7 @@ func (c *Coordinator) follow(ctx context.Context, holdings map[int]*holding, ret
 	}
 	now := c.clock.Now()
 	for s, epoch := range runnable {
-		if _, busy := holdings[s]; busy || now.Before(retryAt[s]) {
+		if _, busy := holdings[s]; busy || leaving || now.Before(retryAt[s]) {
 			continue
 		}
 		delete(retryAt, s)

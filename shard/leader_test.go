@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,4 +177,48 @@ func TestFreshLeaderWaitsForTheTableOwners(t *testing.T) {
 			t.Fatal("the leader waited for b, whose Lease exists (expired)")
 		}
 	})
+}
+
+// A member on its way out starts no shard the table newly names it for
+// (the leader assigned it before it saw the member leaving), and keeps
+// running the ones it holds until the leader moves them.
+func TestLeavingMemberStartsNoShard(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	c := leaderUnderTest(t, fake.NewClientset(), clk, 4*time.Second)
+	table := NewAssignment(4)
+	table.Generation = 2
+	for s := range table.Shards {
+		table.Shards[s] = Entry{Owner: "a", Epoch: 1, Gen: 2}
+	}
+	c.setTable(table, "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	holdings := map[int]*holding{}
+	// The shards started below wait for an order to stop.
+	defer func() {
+		for _, h := range holdings {
+			closeOnce(h.abandon)
+		}
+		wg.Wait()
+	}()
+	held := &holding{epoch: 1, stop: make(chan struct{}), abandon: make(chan struct{}), cancel: func() {}}
+	holdings[0] = held
+	c.leaseMu.Lock()
+	c.want.leaving = true
+	c.leaseMu.Unlock()
+	c.follow(ctx, holdings, map[int]time.Time{}, &wg)
+	if len(holdings) != 1 || holdings[0] != held {
+		t.Fatalf("a leaving member holds %v, want only shard 0, which it held before", holdings)
+	}
+	if held.stopping {
+		t.Error("a held shard the table still names this member for was stopped while leaving")
+	}
+	c.leaseMu.Lock()
+	c.want.leaving = false
+	c.leaseMu.Unlock()
+	c.follow(ctx, holdings, map[int]time.Time{}, &wg)
+	if len(holdings) != 4 {
+		t.Errorf("a member not leaving holds %d shards, want all 4 the table names it for", len(holdings))
+	}
 }
