@@ -719,6 +719,14 @@ func (c *Coordinator) onResult(ctx context.Context, holdings map[int]*holding, r
 	}
 }
 
+// isLeaving reports whether this member has begun its graceful shutdown
+// (its Lease says leaving, or is about to).
+func (c *Coordinator) isLeaving() bool {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	return c.want.leaving
+}
+
 // follow makes holdings match what the table lets this replica run. A
 // member on its way out starts no shard it does not hold already: the
 // leader assigned it before it saw the member leaving and moves it away
@@ -732,9 +740,7 @@ func (c *Coordinator) follow(ctx context.Context, holdings map[int]*holding, ret
 		runnable = c.table.Runnable(c.cfg.Identity)
 	}
 	c.mu.Unlock()
-	c.leaseMu.Lock()
-	leaving := c.want.leaving
-	c.leaseMu.Unlock()
+	leaving := c.isLeaving()
 	for s, h := range holdings {
 		if want, ok := runnable[s]; ok && want == h.epoch {
 			continue

@@ -211,10 +211,7 @@ func (c *Coordinator) settling(table *Assignment, members []Member, now time.Tim
 	if c.cfg.FirstAssignmentWait <= 0 || table == nil {
 		return time.Time{}, nil
 	}
-	c.leaseMu.Lock()
-	leaving := c.want.leaving
-	c.leaseMu.Unlock()
-	if leaving {
+	if c.isLeaving() {
 		return time.Time{}, nil
 	}
 	until := time.Unix(0, c.ledSince.Load()).Add(c.cfg.FirstAssignmentWait)
