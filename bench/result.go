@@ -318,8 +318,7 @@ func (r *Result) computeRatios() {
 	}
 	r.Ratios.StallSeconds, r.Ratios.RawStallSeconds = three.StallSeconds, raw.StallSeconds
 	r.Ratios.NBPortsVsCeiling = div(three.PodsPerSecond*float64(1+three.Attachments), bestNBCeiling(r.NBCeiling).PortsPerSecond)
-	if len(timedRestarts(three.Restarts)) > 0 {
-		timed := restartSeconds(timedRestarts(three.Restarts))
+	if timed := restartSeconds(timedRestarts(three.Restarts)); len(timed) > 0 {
 		r.Ratios.RestartSeconds = slices.Max(timed)
 		r.Ratios.RestartMedianSeconds = median(timed)
 		r.Ratios.RestartVsRawReload = div(r.Ratios.RestartMedianSeconds, three.RawReloadSeconds)

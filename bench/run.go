@@ -651,7 +651,6 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec, serv
 				return sc, fmt.Errorf("restart %d: %w", n+1, err)
 			}
 			procs = next
-			r.Profiled = n < profiled
 			if !r.Profiled {
 				if r.Ceiling, err = measureCeiling(ctx, kube, sp.replicas, cfg.Timeout); err != nil {
 					return sc, err
@@ -1011,7 +1010,7 @@ const (
 // would take over the shards of the first ones on the way down, a
 // scale-down rather than a restart.
 func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, kube *harness.Kube, nb *harness.NB, old []*replicaProc, profile bool) (*Restart, []*replicaProc, error) {
-	r := &Restart{}
+	r := &Restart{Profiled: profile}
 	t := time.Now()
 	var stopping sync.WaitGroup
 	for _, rp := range old {
