@@ -178,10 +178,18 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "): ready after %s s, %d pod reconciles, %.0f API writes and %.0f NB transactions on the way; the old replicas took %.1f s to exit",
 				secs(rs.ReadySeconds), rs.Reconciled, rs.APIWrites, rs.NBTransactions, rs.StopSeconds)
 			if len(rs.CPUSeconds) > 0 {
-				fmt.Fprintf(&b, "; CPU to get there: the replicas %s s, kube-apiserver and etcd %.2f s, ovsdb-server %.2f s", floatsPrec(rs.CPUSeconds, 2), rs.ServersCPUSeconds, rs.NBCPUSeconds)
+				fmt.Fprintf(&b, "; CPU to get there: the replicas %s s", floatsPrec(rs.CPUSeconds, 2))
+				if len(rs.MinorFaults) > 0 {
+					fmt.Fprintf(&b, " (%s s of it in the kernel; %s page faults, each new process's first touch of its memory)", floatsPrec(rs.SystemCPUSeconds, 2), counts(rs.MinorFaults))
+				}
+				fmt.Fprintf(&b, ", kube-apiserver and etcd %.2f s, ovsdb-server %.2f s", rs.ServersCPUSeconds, rs.NBCPUSeconds)
 			}
 			if c := rs.Ceiling; c != nil {
-				fmt.Fprintf(&b, "; the ceiling measured right after it: %s s (CPU: the clients %.2f s, kube-apiserver and etcd %.2f s)", secs(c.Seconds), c.CPUSeconds, c.ServersCPUSeconds)
+				fmt.Fprintf(&b, "; the ceiling measured right after it: %s s (CPU: the clients %.2f s", secs(c.Seconds), c.CPUSeconds)
+				if c.MinorFaults > 0 {
+					fmt.Fprintf(&b, " with %s page faults in the bench's process, whose memory is grown already", counts([]int64{c.MinorFaults}))
+				}
+				fmt.Fprintf(&b, ", kube-apiserver and etcd %.2f s)", c.ServersCPUSeconds)
 			}
 			if rs.Profiled && len(three.Restarts) > 1 {
 				b.WriteString("; profiled, and left out of the ratios")
@@ -314,6 +322,18 @@ func floatsPrec(v []float64, prec int) string {
 	parts := make([]string, len(v))
 	for i, x := range v {
 		parts[i] = strconv.FormatFloat(x, 'f', prec, 64)
+	}
+	return strings.Join(parts, "/")
+}
+
+// counts formats whole numbers, as floats does.
+func counts(v []int64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatInt(x, 10)
 	}
 	return strings.Join(parts, "/")
 }

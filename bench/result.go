@@ -162,6 +162,13 @@ type Restart struct {
 	// CPUSeconds is the CPU each new replica process used from its start
 	// to steady state, read at that moment.
 	CPUSeconds []float64 `json:"cpuSeconds,omitempty"`
+	// SystemCPUSeconds is the part of CPUSeconds spent in the kernel,
+	// and MinorFaults the page faults each new process took
+	// (harness.Usage): a fresh process faults in every page of memory it
+	// grows into, where the ceiling's clients run in the bench's process,
+	// whose memory is grown already.
+	SystemCPUSeconds []float64 `json:"systemCPUSeconds,omitempty"`
+	MinorFaults      []int64   `json:"minorFaults,omitempty"`
 	// ServersCPUSeconds is what kube-apiserver and etcd used over the
 	// same time.
 	ServersCPUSeconds float64 `json:"serversCPUSeconds,omitempty"`
@@ -185,6 +192,8 @@ type Reload struct {
 	// kube-apiserver and etcd used.
 	CPUSeconds        float64 `json:"cpuSeconds"`
 	ServersCPUSeconds float64 `json:"serversCPUSeconds"`
+	// MinorFaults is the page faults the bench's process took over it.
+	MinorFaults int64 `json:"minorFaults,omitempty"`
 }
 
 // RestartGoalSeconds is the goal for the way back to steady state after a

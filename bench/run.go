@@ -964,13 +964,15 @@ func (cfg Config) apiServerProfile(ctx context.Context, kube *harness.Kube, name
 // replicas decode), from collected heaps, with the CPU it took.
 func measureCeiling(ctx context.Context, kube *harness.Kube, clients int, timeout time.Duration) (*Reload, error) {
 	collectServers(ctx, kube)
-	servers, bench := serversCPU(kube), harness.ProcCPUSeconds(os.Getpid())
+	servers := serversCPU(kube)
+	bench, _ := harness.ProcUsage(os.Getpid())
 	secs, err := rawReload(ctx, kube, clients, timeout, true)
 	if err != nil {
 		return nil, fmt.Errorf("raw reload: %w", err)
 	}
-	return &Reload{Seconds: secs, CPUSeconds: harness.ProcCPUSeconds(os.Getpid()) - bench,
-		ServersCPUSeconds: serversCPU(kube) - servers}, nil
+	after, _ := harness.ProcUsage(os.Getpid())
+	return &Reload{Seconds: secs, CPUSeconds: after.UserSeconds + after.SystemSeconds - bench.UserSeconds - bench.SystemSeconds,
+		ServersCPUSeconds: serversCPU(kube) - servers, MinorFaults: after.MinorFaults - bench.MinorFaults}, nil
 }
 
 // collectServers has the API server and the bench's own process run a
@@ -1110,8 +1112,10 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 			r.ServersCPUSeconds = serversCPU(kube) - servers
 			r.NBCPUSeconds = nb.CPUSeconds() - nbCPU
 			for _, rp := range procs {
-				_, _, cpu := rp.usage()
-				r.CPUSeconds = append(r.CPUSeconds, cpu)
+				u, _ := harness.ProcUsage(rp.cmd.Process.Pid)
+				r.CPUSeconds = append(r.CPUSeconds, u.UserSeconds+u.SystemSeconds)
+				r.SystemCPUSeconds = append(r.SystemCPUSeconds, u.SystemSeconds)
+				r.MinorFaults = append(r.MinorFaults, u.MinorFaults)
 			}
 			r.Reconciled = int(reconciled)
 			close(steady)
