@@ -123,12 +123,17 @@ type Scenario struct {
 	// routed, in order.
 	Restarts []Restart `json:"restarts,omitempty"`
 	// RawReloadSeconds is the restarts' ceiling: as many plain clients as
-	// replicas loading caches of the pods, claims and IP records at once,
-	// decoded as the replicas decode them (the pods as far as their cache
-	// keeps them, the claims and IP records as their object metadata).
-	// It is the median of the measurements taken right after each timed
-	// restart (Restart.Ceiling).
+	// replicas, each a process of its own started for it, loading caches
+	// of the pods, claims and IP records at once, decoded as the replicas
+	// decode them (the pods as far as their cache keeps them, the claims
+	// and IP records as their object metadata). It is the median of the
+	// measurements taken right after each timed restart
+	// (Restart.Ceiling).
 	RawReloadSeconds float64 `json:"rawReloadSeconds,omitempty"`
+	// InProcessReloadSeconds is the median of the same clients' loads in
+	// the bench's own process (Reload.InProcess), whose start is paid and
+	// whose memory is grown already.
+	InProcessReloadSeconds float64 `json:"inProcessReloadSeconds,omitempty"`
 	// FullReloadSeconds is the same load decoded in full, as replicas
 	// loaded them before the claims and IP records carried their spec in
 	// their metadata and the pods were decoded as far as the cache keeps
@@ -184,16 +189,21 @@ type Restart struct {
 	Ceiling *Reload `json:"ceiling,omitempty"`
 }
 
-// Reload is one measurement of the restarts' ceiling.
+// Reload is one measurement of the restarts' ceiling: the clients each in
+// a fresh process (freshReload), and, right after it, InProcess.
 type Reload struct {
 	Seconds float64 `json:"seconds"`
-	// CPUSeconds is what the bench's process used over it (its clients',
-	// as Restart.CPUSeconds is the replicas'), ServersCPUSeconds what
-	// kube-apiserver and etcd used.
+	// CPUSeconds is what the clients used over it (as Restart.CPUSeconds
+	// is the replicas'), ServersCPUSeconds what kube-apiserver and etcd
+	// used.
 	CPUSeconds        float64 `json:"cpuSeconds"`
 	ServersCPUSeconds float64 `json:"serversCPUSeconds"`
-	// MinorFaults is the page faults the bench's process took over it.
+	// MinorFaults is the page faults the clients took over it.
 	MinorFaults int64 `json:"minorFaults,omitempty"`
+	// InProcess is the same load by clients in the bench's own process
+	// (rawReload), whose start is paid and whose memory is grown already:
+	// its CPU and faults are the bench's process's over it.
+	InProcess *Reload `json:"inProcess,omitempty"`
 }
 
 // RestartGoalSeconds is the goal for the way back to steady state after a
@@ -368,6 +378,18 @@ func ceilingSeconds(rs []Restart) []float64 {
 	for _, r := range rs {
 		if r.Ceiling != nil {
 			out = append(out, r.Ceiling.Seconds)
+		}
+	}
+	return out
+}
+
+// inProcessSeconds is ceilingSeconds of the loads in the bench's own
+// process.
+func inProcessSeconds(rs []Restart) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if r.Ceiling != nil && r.Ceiling.InProcess != nil {
+			out = append(out, r.Ceiling.InProcess.Seconds)
 		}
 	}
 	return out

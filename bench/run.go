@@ -659,6 +659,7 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec, serv
 			sc.Restarts = append(sc.Restarts, *r)
 		}
 		sc.RawReloadSeconds = median(ceilingSeconds(sc.Restarts))
+		sc.InProcessReloadSeconds = median(inProcessSeconds(sc.Restarts))
 		// And once all in full, as replicas loaded them before the claims and
 		// IP records carried their spec in their metadata and the pods
 		// were decoded as far as the cache keeps them: what those steps
@@ -737,15 +738,12 @@ func newScenarioObserver(n int, sp spec) *observer {
 	return o
 }
 
-// rawReload is the restart's ceiling: n clients at once (one per replica,
-// each on its own connection, uncompressed like the replicas) load caches
-// of the pods, claims and IP records, with no transform and no logic. It
-// returns the seconds until the last of them has synced. With asReplicas
-// they decode them as the replicas do: the pods only as far as the
-// replicas' cache keeps them (internal/podwire), the claims and IP
-// records as their object metadata (PartialObjectMetadata over protobuf,
-// which the API server serves for custom resources too;
-// internal/metawatch). Without it, all in full.
+// rawReload is the restart's ceiling in the bench's own process: n
+// clients at once (one per replica, each on its own connection,
+// uncompressed like the replicas) load caches of the pods, claims and IP
+// records, with no transform and no logic (loadCaches). It returns the
+// seconds until the last of them has synced. freshReload is the same
+// clients each in a process of its own.
 func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Duration, asReplicas bool) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -753,63 +751,7 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			// As a replica loads them: pods over protobuf, on a
-			// connection of its own; custom resources in full in JSON,
-			// as metadata over protobuf.
-			rc := ownConnection(kube.Config)
-			rc.DisableCompression = true
-			kc, pc, err := controller.KubeClients(rc)
-			if err != nil {
-				errs <- err
-				return
-			}
-			kf := informers.NewSharedInformerFactory(kc, 0)
-			if asReplicas {
-				pods := pc.Pods(metav1.NamespaceAll)
-				kf.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-					return watch.Informer(c, "pods", &corev1.Pod{}, resync, cache.Indexers{}, pods.List, pods.Watch)
-				})
-			}
-			synced := []cache.InformerSynced{kf.Core().V1().Pods().Informer().HasSynced}
-			kf.Start(ctx.Done())
-			defer kf.Shutdown()
-			mc, err := metadata.NewForConfig(controller.Protobuf(rc))
-			if err != nil {
-				errs <- err
-				return
-			}
-			sn, err := versioned.NewForConfig(rc)
-			if err != nil {
-				errs <- err
-				return
-			}
-			mf := metadatainformer.NewSharedInformerFactory(mc, 0)
-			sf := externalversions.NewSharedInformerFactory(sn, 0)
-			if asReplicas {
-				synced = append(synced,
-					mf.ForResource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")).Informer().HasSynced,
-					mf.ForResource(kubeovnv1.SchemeGroupVersion.WithResource("ips")).Informer().HasSynced)
-			} else {
-				synced = append(synced,
-					sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced,
-					sf.Kubeovn().V1().IPs().Informer().HasSynced)
-			}
-			mf.Start(ctx.Done())
-			defer mf.Shutdown()
-			sf.Start(ctx.Done())
-			defer sf.Shutdown()
-			// Polled as often as a restart's end is (WaitForCacheSync
-			// polls every 100 ms).
-			for _, s := range synced {
-				for !s() {
-					if ctx.Err() != nil {
-						errs <- fmt.Errorf("pods, claims and IP records not loaded within %s", timeout)
-						return
-					}
-					time.Sleep(restartPoll)
-				}
-			}
-			errs <- nil
+			errs <- loadCaches(ctx, ownConnection(kube.Config), asReplicas, timeout)
 		}()
 	}
 	var first error
@@ -819,8 +761,73 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 			cancel()
 		}
 	}
-	// The informers stop when ctx ends; the deferred cancel does that.
 	return time.Since(start).Seconds(), first
+}
+
+// loadCaches is one client of the restart's ceiling: on rc's connection,
+// uncompressed like the replicas, it loads caches of the pods, claims
+// and IP records and returns once they have synced; the informers stop
+// with it. With asReplicas it decodes them as the replicas do: the pods
+// only as far as the replicas' cache keeps them (internal/podwire), the
+// claims and IP records as their object metadata (PartialObjectMetadata
+// over protobuf, which the API server serves for custom resources too;
+// internal/metawatch). Without it, all in full.
+func loadCaches(ctx context.Context, rc *rest.Config, asReplicas bool, timeout time.Duration) error {
+	rc.DisableCompression = true
+	kc, pc, err := controller.KubeClients(rc)
+	if err != nil {
+		return err
+	}
+	mc, err := metadata.NewForConfig(controller.Protobuf(rc))
+	if err != nil {
+		return err
+	}
+	sn, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	kf := informers.NewSharedInformerFactory(kc, 0)
+	mf := metadatainformer.NewSharedInformerFactory(mc, 0)
+	sf := externalversions.NewSharedInformerFactory(sn, 0)
+	// The informers stop with ctx, which the factories' Shutdown waits
+	// for.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		kf.Shutdown()
+		mf.Shutdown()
+		sf.Shutdown()
+	}()
+	if asReplicas {
+		pods := pc.Pods(metav1.NamespaceAll)
+		kf.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return watch.Informer(c, "pods", &corev1.Pod{}, resync, cache.Indexers{}, pods.List, pods.Watch)
+		})
+	}
+	synced := []cache.InformerSynced{kf.Core().V1().Pods().Informer().HasSynced}
+	if asReplicas {
+		synced = append(synced,
+			mf.ForResource(v1alpha1.SchemeGroupVersion.WithResource("addressclaims")).Informer().HasSynced,
+			mf.ForResource(kubeovnv1.SchemeGroupVersion.WithResource("ips")).Informer().HasSynced)
+	} else {
+		synced = append(synced,
+			sf.Shardnet().V1alpha1().AddressClaims().Informer().HasSynced,
+			sf.Kubeovn().V1().IPs().Informer().HasSynced)
+	}
+	kf.Start(ctx.Done())
+	mf.Start(ctx.Done())
+	sf.Start(ctx.Done())
+	// Polled as often as a restart's end is (WaitForCacheSync polls
+	// every 100 ms).
+	for _, s := range synced {
+		for !s() {
+			if ctx.Err() != nil {
+				return fmt.Errorf("pods, claims and IP records not loaded within %s", timeout)
+			}
+			time.Sleep(restartPoll)
+		}
+	}
+	return nil
 }
 
 // quietWait bounds how long a restart waits for kwok to mark the pods
@@ -960,19 +967,30 @@ func (cfg Config) apiServerProfile(ctx context.Context, kube *harness.Kube, name
 	cfg.saveProfile(name, bytes.NewReader(b))
 }
 
-// measureCeiling measures the restarts' ceiling once (rawReload as the
-// replicas decode), from collected heaps, with the CPU it took.
+// measureCeiling measures the restarts' ceiling once, each from collected
+// heaps, with the CPU it took: the clients in fresh processes
+// (freshReload), which a restart's replicas are, then in the bench's own
+// process (rawReload as the replicas decode), which is reported beside
+// it.
 func measureCeiling(ctx context.Context, kube *harness.Kube, clients int, timeout time.Duration) (*Reload, error) {
 	collectServers(ctx, kube)
 	servers := serversCPU(kube)
+	r, err := freshReload(ctx, kube.Kubeconfig, clients, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("raw reload in fresh processes: %w", err)
+	}
+	r.ServersCPUSeconds = serversCPU(kube) - servers
+	collectServers(ctx, kube)
+	servers = serversCPU(kube)
 	bench, _ := harness.ProcUsage(os.Getpid())
 	secs, err := rawReload(ctx, kube, clients, timeout, true)
 	if err != nil {
 		return nil, fmt.Errorf("raw reload: %w", err)
 	}
 	after, _ := harness.ProcUsage(os.Getpid())
-	return &Reload{Seconds: secs, CPUSeconds: after.UserSeconds + after.SystemSeconds - bench.UserSeconds - bench.SystemSeconds,
-		ServersCPUSeconds: serversCPU(kube) - servers, MinorFaults: after.MinorFaults - bench.MinorFaults}, nil
+	r.InProcess = &Reload{Seconds: secs, CPUSeconds: after.UserSeconds + after.SystemSeconds - bench.UserSeconds - bench.SystemSeconds,
+		ServersCPUSeconds: serversCPU(kube) - servers, MinorFaults: after.MinorFaults - bench.MinorFaults}
+	return r, nil
 }
 
 // collectServers has the API server and the bench's own process run a

@@ -31,6 +31,13 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == bench.ReloadClientCommand {
+		// One client of the restarts' ceiling in a fresh process,
+		// started by the bench, not by a user.
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+		return bench.ReloadClientMain(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	}
 	fs := flag.NewFlagSet("shardnet-bench", flag.ContinueOnError)
 	pods := fs.Int("pods", 5000, "kwok pods per scenario (50000 for the large run)")
 	out := fs.String("out", "bench/out", "folder for result.json, report.md and the plots")
