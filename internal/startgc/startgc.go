@@ -5,12 +5,13 @@
 // about 3 MB while they initialize (API types registered in schemes,
 // tables, compiled expressions), nearly all of it kept. Go starts with a
 // 4 MB heap goal, so the collector ran once or twice before main, marking
-// a heap that was all live: about a tenth of the CPU a replica's process
-// took to reach main (decision 0009, "The process's own start"). A
-// package initializes once the packages it imports have, before the
-// packages after it in import path order that are ready too, so this one,
-// which imports only runtime/debug, turns the collector off before
-// github.com/shardnet/shardnet's other packages and every k8s.io one.
+// a heap that was all live: with it off, a replica's process reaches main
+// with about a tenth less CPU (decision 0009, "The process's own start,
+// and the first touch of its memory"). A package initializes once the
+// packages it imports have, before the packages after it in import path
+// order that are ready too, so this one, which imports only
+// runtime/debug, turns the collector off before github.com/shardnet's
+// other packages and every k8s.io one.
 //
 // A main that imports it calls Restore first; the collector is off, with
 // nothing to bound the heap but a memory limit, until then.
