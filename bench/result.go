@@ -170,8 +170,9 @@ type Restart struct {
 	// SystemCPUSeconds is the part of CPUSeconds spent in the kernel,
 	// and MinorFaults the page faults each new process took
 	// (harness.Usage): a fresh process faults in every page of memory it
-	// grows into, where the ceiling's clients run in the bench's process,
-	// whose memory is grown already.
+	// grows into, as the ceiling's clients in processes of their own do
+	// (Reload.MinorFaults), where the same clients in the bench's process
+	// reuse pages it has grown into already (Reload.InProcess).
 	SystemCPUSeconds []float64 `json:"systemCPUSeconds,omitempty"`
 	MinorFaults      []int64   `json:"minorFaults,omitempty"`
 	// ServersCPUSeconds is what kube-apiserver and etcd used over the
