@@ -152,7 +152,7 @@ func freshReload(ctx context.Context, kubeconfig string, n int, timeout time.Dur
 			cancel()
 			continue
 		}
-		r.CPUSeconds += l.usage.UserSeconds + l.usage.SystemSeconds
+		r.CPUSeconds += l.usage.CPUSeconds()
 		r.MinorFaults += l.usage.MinorFaults
 	}
 	r.Seconds = time.Since(start).Seconds()

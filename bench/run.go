@@ -988,7 +988,7 @@ func measureCeiling(ctx context.Context, kube *harness.Kube, clients int, timeou
 		return nil, fmt.Errorf("raw reload: %w", err)
 	}
 	after, _ := harness.ProcUsage(os.Getpid())
-	r.InProcess = &Reload{Seconds: secs, CPUSeconds: after.UserSeconds + after.SystemSeconds - bench.UserSeconds - bench.SystemSeconds,
+	r.InProcess = &Reload{Seconds: secs, CPUSeconds: after.CPUSeconds() - bench.CPUSeconds(),
 		ServersCPUSeconds: serversCPU(kube) - servers, MinorFaults: after.MinorFaults - bench.MinorFaults}
 	return r, nil
 }
@@ -1131,7 +1131,7 @@ func restartAll(ctx context.Context, p *harness.Program, cfg Config, sp spec, ku
 			r.NBCPUSeconds = nb.CPUSeconds() - nbCPU
 			for _, rp := range procs {
 				u, _ := harness.ProcUsage(rp.cmd.Process.Pid)
-				r.CPUSeconds = append(r.CPUSeconds, u.UserSeconds+u.SystemSeconds)
+				r.CPUSeconds = append(r.CPUSeconds, u.CPUSeconds())
 				r.SystemCPUSeconds = append(r.SystemCPUSeconds, u.SystemSeconds)
 				r.MinorFaults = append(r.MinorFaults, u.MinorFaults)
 			}

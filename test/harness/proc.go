@@ -174,7 +174,7 @@ func (p *Process) CPUSeconds() float64 {
 // /proc/<pid>/stat; 0 when it cannot be read.
 func ProcCPUSeconds(pid int) float64 {
 	u, _ := ProcUsage(pid)
-	return u.UserSeconds + u.SystemSeconds
+	return u.CPUSeconds()
 }
 
 // Usage is what a process has used since it started.
@@ -189,6 +189,9 @@ type Usage struct {
 	// heap is grown already reuses its pages.
 	MinorFaults int64
 }
+
+// CPUSeconds is the user and system CPU together.
+func (u Usage) CPUSeconds() float64 { return u.UserSeconds + u.SystemSeconds }
 
 // ProcUsage reads what process pid has used from /proc/<pid>/stat; false
 // when it cannot be read.
