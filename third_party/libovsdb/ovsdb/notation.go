@@ -2,6 +2,8 @@ package ovsdb
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 )
 
 const (
@@ -102,7 +104,142 @@ type OperationResult struct {
 	Rows    []Row  `json:"rows,omitempty"`
 }
 
+// AsUpstream, when set, makes ovsSliceToGoNotation do as upstream's does:
+// encode each array it is given back to JSON and decode that again into a
+// UUID, OvsSet or OvsMap, whose own decoding does the same for every
+// element. It is there for the benchmarks' baselines
+// (BenchmarkRowDecode in this package, BenchmarkMonitorLoadCPU in
+// shardnet's ovn package); nothing else sets it.
+var AsUpstream = false
+
+// ovsSliceToGoNotation converts a value decoded from JSON into any (RFC
+// 7047's notation: an atom, ["uuid", id], ["named-uuid", id], ["set",
+// [atom...]] or ["map", [[key, value]...]]) to its Go notation: the atom
+// itself, a UUID, an OvsSet or an OvsMap. Arrays of other kinds are
+// returned as they are.
+//
+// Upstream encoded each array back to JSON and decoded that again (and
+// OvsSet and OvsMap did so for each element they held): three to four
+// passes of encoding/json over every set, map and UUID of every row the
+// client reads, the first monitor's whole database included. This copy
+// converts the decoded values directly, to the same values
+// (TestGoNotationAsUpstream); an array too short for its kind, or a map
+// key that is not an atom, is an error where upstream panicked.
 func ovsSliceToGoNotation(val any) (any, error) {
+	if AsUpstream {
+		return ovsSliceToGoNotationUpstream(val)
+	}
+	sl, ok := val.([]any)
+	if !ok {
+		return val, nil
+	}
+	if len(sl) == 0 {
+		return nil, notationError("an empty array")
+	}
+	switch sl[0] {
+	case "uuid", "named-uuid":
+		return uuidFromNotation(sl)
+	case "set":
+		return setFromNotation(sl)
+	case "map":
+		return mapFromNotation(sl)
+	}
+	return val, nil
+}
+
+// notationError says why a value is not in RFC 7047's notation.
+func notationError(what string) error {
+	return fmt.Errorf("ovsdb: not a value of RFC 7047's notation: %s", what)
+}
+
+// uuidFromNotation converts ["uuid", id] or ["named-uuid", id]. As
+// upstream's UUID.UnmarshalJSON, which decodes into []string and drops
+// the decoding's error: an array with an element that is not a string
+// (null reads as "") is the empty UUID, and elements after the second are
+// ignored.
+func uuidFromNotation(sl []any) (UUID, error) {
+	for _, e := range sl {
+		if _, ok := e.(string); !ok && e != nil {
+			return UUID{}, nil
+		}
+	}
+	if len(sl) < 2 {
+		return UUID{}, notationError(fmt.Sprintf("%v without its id", sl[0]))
+	}
+	id, _ := sl[1].(string)
+	return UUID{GoUUID: id}, nil
+}
+
+// setFromNotation converts ["set", [atom...]], each atom converted in turn.
+func setFromNotation(sl []any) (OvsSet, error) {
+	if len(sl) < 2 {
+		return OvsSet{}, notationError("a set without its elements")
+	}
+	inner, ok := sl[1].([]any)
+	if !ok {
+		return OvsSet{}, notationError("a set whose elements are not an array")
+	}
+	set := OvsSet{GoSet: make([]any, 0, len(inner))}
+	for _, e := range inner {
+		v, err := ovsSliceToGoNotation(e)
+		if err != nil {
+			return set, err
+		}
+		set.GoSet = append(set.GoSet, v)
+	}
+	return set, nil
+}
+
+// mapFromNotation converts ["map", [[key, value]...]]. As upstream, a key
+// or value that is an array must be a pair that is not a map, and
+// elements of a pair after the second are ignored; ["map"] alone is the
+// empty map.
+func mapFromNotation(sl []any) (OvsMap, error) {
+	m := OvsMap{GoMap: make(map[any]any)}
+	if len(sl) < 2 {
+		return m, nil
+	}
+	inner, ok := sl[1].([]any)
+	if !ok {
+		return m, notationError("a map whose pairs are not an array")
+	}
+	for _, e := range inner {
+		pair, ok := e.([]any)
+		if !ok || len(pair) < 2 {
+			return m, notationError("a map's pair that is not an array of two")
+		}
+		k, err := mapElement(pair[0])
+		if err != nil {
+			return m, err
+		}
+		switch k.(type) {
+		case UUID, string, float64, bool, nil:
+		default:
+			return m, notationError(fmt.Sprintf("a map key that is not an atom: %v", pair[0]))
+		}
+		v, err := mapElement(pair[1])
+		if err != nil {
+			return m, err
+		}
+		m.GoMap[k] = v
+	}
+	return m, nil
+}
+
+// mapElement converts a map's key or value.
+func mapElement(e any) (any, error) {
+	sl, ok := e.([]any)
+	if !ok {
+		return e, nil
+	}
+	if len(sl) != 2 || sl[0] == "map" {
+		return nil, &json.UnmarshalTypeError{Value: reflect.ValueOf(sl).String(), Type: reflect.TypeOf(OvsMap{})}
+	}
+	return ovsSliceToGoNotation(sl)
+}
+
+// ovsSliceToGoNotationUpstream is upstream's ovsSliceToGoNotation.
+func ovsSliceToGoNotationUpstream(val any) (any, error) {
 	switch sl := val.(type) {
 	case []any:
 		bsliced, err := json.Marshal(sl)

@@ -1,12 +1,64 @@
 package ovsdb
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+)
 
 // Row is a table Row according to RFC7047
 type Row map[string]any
 
-// UnmarshalJSON unmarshalls a byte array to an OVSDB Row
-func (r *Row) UnmarshalJSON(b []byte) (err error) {
+var reflectFloat64 = reflect.TypeOf(float64(0))
+
+// UnmarshalJSON unmarshalls a byte array to an OVSDB Row.
+//
+// This copy decodes the row in one pass (rowParser) and converts each
+// column's value to Go notation directly (ovsSliceToGoNotation); upstream
+// checked the row's bytes twice, decoded them, and encoded every set, map
+// and UUID back to JSON to decode it again. A first monitor's reply is the
+// whole database, decoded this way row by row. The values are upstream's
+// (TestRowDecodeAsUpstream), with one difference: a number out of
+// float64's range is an error, where upstream's error could be overwritten
+// by the next column's conversion and the column read as null.
+func (r *Row) UnmarshalJSON(b []byte) error {
+	if AsUpstream {
+		return r.unmarshalJSONUpstream(b)
+	}
+	*r = make(map[string]any)
+	p := rowParser{b: b}
+	p.space()
+	if p.i < len(b) && b[p.i] == 'n' {
+		// null: the empty row, as upstream
+		if err := p.literal("null"); err != nil {
+			return err
+		}
+		if !p.end() {
+			return p.errorf("data after the row")
+		}
+		return nil
+	}
+	if p.i >= len(b) || b[p.i] != '{' {
+		return p.errorf("a row is a JSON object")
+	}
+	m, err := p.object()
+	if err != nil {
+		return err
+	}
+	if !p.end() {
+		return p.errorf("data after the row")
+	}
+	for key, val := range m {
+		if val, err = ovsSliceToGoNotation(val); err != nil {
+			return err
+		}
+		m[key] = val
+	}
+	*r = m
+	return nil
+}
+
+// unmarshalJSONUpstream is upstream's UnmarshalJSON.
+func (r *Row) unmarshalJSONUpstream(b []byte) (err error) {
 	*r = make(map[string]any)
 	var raw map[string]any
 	err = json.Unmarshal(b, &raw)

@@ -1,6 +1,7 @@
 package ovsdb
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -16,7 +17,39 @@ func (m MonitorCondSinceReply) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v)
 }
 
+// UnmarshalJSON decodes [found, last-txn-id, updates]. Upstream decoded
+// the array into three raw messages and each of them again, so the
+// updates, which in the reply to a first monitor are the whole database,
+// were scanned four times before their rows were decoded; a decoder over
+// the array scans each element once as it decodes it.
 func (m *MonitorCondSinceReply) UnmarshalJSON(b []byte) error {
+	if AsUpstream {
+		return m.unmarshalJSONUpstream(b)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil {
+		return err
+	} else if tok != json.Delim('[') {
+		return fmt.Errorf("expected a 3 element json array, got %v", tok)
+	}
+	var reply MonitorCondSinceReply
+	for i, into := range []any{&reply.Found, &reply.LastTransactionID, &reply.Updates} {
+		if !dec.More() {
+			return fmt.Errorf("expected a 3 element json array. there are %d elements", i)
+		}
+		if err := dec.Decode(into); err != nil {
+			return err
+		}
+	}
+	if dec.More() {
+		return fmt.Errorf("expected a 3 element json array. there are more")
+	}
+	*m = reply
+	return nil
+}
+
+// unmarshalJSONUpstream is upstream's UnmarshalJSON.
+func (m *MonitorCondSinceReply) unmarshalJSONUpstream(b []byte) error {
 	var v []json.RawMessage
 	err := json.Unmarshal(b, &v)
 	if err != nil {
