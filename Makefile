@@ -59,7 +59,7 @@ testbin: ## Build etcd, kube-apiserver and kwok for the tests (cached in $SHARDN
 test: deps testbin ## Install what the tests need, then run every test (unit, fuzz seeds, end-to-end) under -race.
 	$(GO) test $(TESTFLAGS) ./...
 	cd third_party/rpc2 && $(GO) test $(TESTFLAGS) ./...
-	cd third_party/libovsdb && $(GO) test $(TESTFLAGS) ./cache/ ./ovsdb/
+	cd third_party/libovsdb && $(GO) test $(TESTFLAGS) ./cache/ ./ovsdb/ ./mapper/
 	hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: test-e2e

@@ -11,7 +11,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./... || fail=1
 (cd third_party/rpc2 && go vet ./jsonrpc/) || fail=1
-(cd third_party/libovsdb && go vet ./cache/ ./ovsdb/) || fail=1
+(cd third_party/libovsdb && go vet ./cache/ ./ovsdb/ ./mapper/) || fail=1
 for mod in . third_party/rpc2 third_party/libovsdb hack/tools test/tools/etcd test/tools/kube-apiserver test/tools/kwok; do
 	(cd "$mod" && go mod tidy -diff) || { echo "verify: go mod tidy changes $mod"; fail=1; }
 done

@@ -81,20 +81,23 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 
 // BenchmarkMonitorLoadCPU reports the CPU this process spends, and the
 // time it takes, to connect and load 20,000 ports, with upstream's
-// decoding of the first monitor's reply and with the copies', alternated
-// in one run. Upstream's (ovsdb.AsUpstream, jsonrpc.AsUpstream) checks
-// the reply's bytes with encoding/json six times over before each row is
-// decoded, checks each row twice more, and encodes every set, map and UUID
-// back to JSON to decode it again; the copies' check the reply once where
-// the codec reads it, decode each row in one pass, and convert the
-// decoded values directly. A restarted replica loads the Northbound while
-// its API caches load, on the same cores.
+// libovsdb and rpc2 (ovsdb.AsUpstream, jsonrpc.AsUpstream,
+// cache.AsUpstream) and with the copies (third_party/), alternated in one
+// run. Upstream checks the reply's bytes with encoding/json six times over
+// before each row is decoded, checks each row twice more, encodes every
+// set, map and UUID back to JSON to decode it again, converts every column
+// through reflection, finds each field by name and grows the table's map
+// row by row. The copies check the reply once where the codec reads it,
+// decode each row in one pass, convert the decoded values directly and
+// string columns without reflection, find fields by index and size the
+// map once. A restarted replica loads the Northbound while its API caches
+// load, on the same cores.
 //
 //	go test -run '^$' -bench MonitorLoadCPU -benchtime 3x ./ovn
 func BenchmarkMonitorLoadCPU(b *testing.B) {
 	const ports = 20000
 	endpoint := filledNB(b, ports)
-	asUpstream := func(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream = on, on }
+	asUpstream := func(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream, cache.AsUpstream = on, on, on }
 	defer asUpstream(false)
 	var wall [2]time.Duration
 	load := func(upstream bool) float64 {

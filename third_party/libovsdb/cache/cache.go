@@ -948,6 +948,9 @@ func (t *TableCache) Populate(tableUpdates ovsdb.TableUpdates) error {
 			continue
 		}
 		tCache := t.cache[table]
+		if !AsUpstream {
+			tCache.sizeFor(len(tu))
+		}
 		for uuid, row := range tu {
 			t.logger.V(5).Info("processing update", "table", table, "uuid", uuid)
 			update := updates.ModelUpdates{}
@@ -976,6 +979,9 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 			continue
 		}
 		tCache := t.cache[table]
+		if !AsUpstream {
+			tCache.sizeFor(len(tu))
+		}
 		for uuid, row := range tu {
 			t.logger.V(5).Info("processing update", "table", table, "uuid", uuid)
 			update := updates.ModelUpdates{}
@@ -1000,6 +1006,17 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 		}
 	}
 	return nil
+}
+
+// sizeFor makes an empty cache's map ready for rows, so that the reply to
+// a first monitor, which holds every row, fills it without growing it
+// again and again (shardnet's copy).
+func (r *RowCache) sizeFor(rows int) {
+	r.mutex.Lock()
+	defer r.mutex.Unlock()
+	if len(r.cache) == 0 && rows > 0 {
+		r.cache = make(map[string]model.Model, rows)
+	}
 }
 
 // Purge drops all data in the cache and reinitializes it using the

@@ -37,6 +37,22 @@ type Metadata struct {
 	Fields      map[string]string  // Map of ColumnName -> FieldName
 	TableSchema *ovsdb.TableSchema // TableSchema associated
 	TableName   string             // Table name
+
+	// fieldIndex maps a column to its field's index in the struct, so
+	// that a field is found without reflect's search by name (shardnet's
+	// copy: a row read from the database sets each of its columns so).
+	// NewInfo fills it; Metadata made otherwise, and ovsdb.AsUpstream,
+	// search by name.
+	fieldIndex map[string]int
+}
+
+// field returns the struct field of column in obj, a pointer to the
+// struct, found by index where NewInfo recorded it.
+func (m *Metadata) field(obj any, column, fieldName string) reflect.Value {
+	if idx, ok := m.fieldIndex[column]; ok && !ovsdb.AsUpstream {
+		return reflect.ValueOf(obj).Elem().Field(idx)
+	}
+	return reflect.ValueOf(obj).Elem().FieldByName(fieldName)
 }
 
 // FieldByColumn returns the field value that corresponds to a column
@@ -45,7 +61,7 @@ func (i *Info) FieldByColumn(column string) (any, error) {
 	if !ok {
 		return nil, NewErrColumnNotFound(column, i.Metadata.TableName)
 	}
-	return reflect.ValueOf(i.Obj).Elem().FieldByName(fieldName).Interface(), nil
+	return i.Metadata.field(i.Obj, column, fieldName).Interface(), nil
 }
 
 // FieldByColumn returns the field value that corresponds to a column
@@ -60,7 +76,7 @@ func (i *Info) SetField(column string, value any) error {
 	if !ok {
 		return fmt.Errorf("SetField: column %s not found in orm info", column)
 	}
-	fieldValue := reflect.ValueOf(i.Obj).Elem().FieldByName(fieldName)
+	fieldValue := i.Metadata.field(i.Obj, column, fieldName)
 
 	if !fieldValue.Type().AssignableTo(reflect.TypeOf(value)) {
 		return fmt.Errorf("column %s: native value %v (%s) is not assignable to field %s (%s)",
@@ -136,6 +152,7 @@ func NewInfo(tableName string, table *ovsdb.TableSchema, obj any) (*Info, error)
 	objType := objVal.Type()
 
 	fields := make(map[string]string, objType.NumField())
+	fieldIndex := make(map[string]int, objType.NumField())
 	for i := 0; i < objType.NumField(); i++ {
 		field := objType.Field(i)
 		colName := field.Tag.Get("ovsdb")
@@ -166,6 +183,7 @@ func NewInfo(tableName string, table *ovsdb.TableSchema, obj any) (*Info, error)
 			}
 		}
 		fields[colName] = field.Name
+		fieldIndex[colName] = i
 	}
 
 	return &Info{
@@ -174,6 +192,7 @@ func NewInfo(tableName string, table *ovsdb.TableSchema, obj any) (*Info, error)
 			Fields:      fields,
 			TableSchema: table,
 			TableName:   tableName,
+			fieldIndex:  fieldIndex,
 		},
 	}, nil
 }

@@ -58,6 +58,23 @@ func (m Mapper) GetRowData(row *ovsdb.Row, result *Info) error {
 // has this format) to orm struct
 // The result object must be given as pointer to an object with the right tags
 func (m Mapper) getData(ovsData ovsdb.Row, result *Info) error {
+	if !ovsdb.AsUpstream {
+		// shardnet's copy: the row's own columns, usually a few of the
+		// table's (a client monitors the columns it reads), rather than
+		// every column of the table looked up in the row. The same
+		// columns are set: those of the row that the table has and the
+		// struct holds.
+		for name, ovsElem := range ovsData {
+			column, ok := result.Metadata.TableSchema.Columns[name]
+			if !ok || !result.hasColumn(name) {
+				continue
+			}
+			if err := m.setColumn(result, name, column, ovsElem); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for name, column := range result.Metadata.TableSchema.Columns {
 		if !result.hasColumn(name) {
 			// If provided struct does not have a field to hold this value, skip it
@@ -70,17 +87,21 @@ func (m Mapper) getData(ovsData ovsdb.Row, result *Info) error {
 			continue
 		}
 
-		nativeElem, err := ovsdb.OvsToNative(column, ovsElem)
-		if err != nil {
-			return fmt.Errorf("table %s, column %s: failed to extract native element: %s",
-				result.Metadata.TableName, name, err.Error())
-		}
-
-		if err := result.SetField(name, nativeElem); err != nil {
+		if err := m.setColumn(result, name, column, ovsElem); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// setColumn converts a column's value to its native type and sets it.
+func (m Mapper) setColumn(result *Info, name string, column *ovsdb.ColumnSchema, ovsElem any) error {
+	nativeElem, err := ovsdb.OvsToNative(column, ovsElem)
+	if err != nil {
+		return fmt.Errorf("table %s, column %s: failed to extract native element: %s",
+			result.Metadata.TableName, name, err.Error())
+	}
+	return result.SetField(name, nativeElem)
 }
 
 // NewRow transforms an orm struct to a map[string] any that can be used as libovsdb.Row

@@ -140,6 +140,9 @@ func OvsToNativeSlice(baseType string, ovsElem any) (any, error) {
 
 // OvsToNative transforms an ovs type to native one based on the column type information
 func OvsToNative(column *ColumnSchema, ovsElem any) (any, error) {
+	if native, ok, err := stringsToNative(column, ovsElem); ok {
+		return native, err
+	}
 	switch column.Type {
 	case TypeReal, TypeString, TypeBoolean, TypeInteger, TypeUUID:
 		return OvsToNativeAtomic(column.Type, ovsElem)
@@ -424,4 +427,87 @@ func isDefaultBaseValue(elem any, etype ExtendedType) bool {
 	default:
 		return false
 	}
+}
+
+// stringsToNative converts, without reflection, the columns most rows
+// are made of: a map of strings to strings (external_ids, options,
+// other_config) and a set of strings (addresses, port_security, an
+// optional string). The values and errors are those of the reflective
+// path below (TestStringsToNativeAsUpstream); ok is false for any other
+// column, left to it, and with AsUpstream.
+func stringsToNative(column *ColumnSchema, ovsElem any) (native any, ok bool, err error) {
+	if AsUpstream || column.TypeObj == nil || column.TypeObj.Key == nil || column.TypeObj.Key.Type != TypeString {
+		return nil, false, nil
+	}
+	str := func(v any) (string, error) {
+		s, ok := v.(string)
+		if !ok {
+			return "", NewErrWrongType("OvsToNativeAtomic", strType.String(), v)
+		}
+		return s, nil
+	}
+	switch column.Type {
+	case TypeMap:
+		if column.TypeObj.Value == nil || column.TypeObj.Value.Type != TypeString {
+			return nil, false, nil
+		}
+		ovsMap, isMap := ovsElem.(OvsMap)
+		if !isMap {
+			return nil, true, NewErrWrongType("OvsToNative", "OvsMap", ovsElem)
+		}
+		m := make(map[string]string, len(ovsMap.GoMap))
+		for k, v := range ovsMap.GoMap {
+			ks, err := str(k)
+			if err != nil {
+				return nil, true, err
+			}
+			vs, err := str(v)
+			if err != nil {
+				return nil, true, err
+			}
+			m[ks] = vs
+		}
+		return m, true, nil
+	case TypeSet:
+		lo, hi := column.TypeObj.Min(), column.TypeObj.Max()
+		switch {
+		case lo == 0 && hi == 1:
+			// an optional string: *string
+			elem := ovsElem
+			if set, isSet := ovsElem.(OvsSet); isSet {
+				if len(set.GoSet) > 1 {
+					return nil, true, fmt.Errorf("expected a slice of len =< 1, but got a slice with %d elements", len(set.GoSet))
+				}
+				if len(set.GoSet) == 0 {
+					return (*string)(nil), true, nil
+				}
+				elem = set.GoSet[0]
+			}
+			s, err := str(elem)
+			if err != nil {
+				return nil, true, err
+			}
+			return &s, true, nil
+		case lo == 1 && hi == 1:
+			return nil, false, nil
+		}
+		set, isSet := ovsElem.(OvsSet)
+		if !isSet {
+			s, err := str(ovsElem)
+			if err != nil {
+				return nil, true, err
+			}
+			return []string{s}, true, nil
+		}
+		out := make([]string, 0, len(set.GoSet))
+		for _, v := range set.GoSet {
+			s, err := str(v)
+			if err != nil {
+				return nil, true, err
+			}
+			out = append(out, s)
+		}
+		return out, true, nil
+	}
+	return nil, false, nil
 }

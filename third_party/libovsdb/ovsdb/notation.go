@@ -104,12 +104,15 @@ type OperationResult struct {
 	Rows    []Row  `json:"rows,omitempty"`
 }
 
-// AsUpstream, when set, makes ovsSliceToGoNotation do as upstream's does:
-// encode each array it is given back to JSON and decode that again into a
-// UUID, OvsSet or OvsMap, whose own decoding does the same for every
-// element. It is there for the benchmarks' baselines
-// (BenchmarkRowDecode in this package, BenchmarkMonitorLoadCPU in
-// shardnet's ovn package); nothing else sets it.
+// AsUpstream, when set, makes this package decode and convert as
+// upstream's does where the copy differs (SHARDNET.md): ovsSliceToGoNotation
+// encodes each array it is given back to JSON and decodes that again into
+// a UUID, OvsSet or OvsMap, whose own decoding does the same for every
+// element; Row and MonitorCondSinceReply decode through json.Unmarshal;
+// OvsToNative converts every column through reflection. It is there for
+// the benchmarks' baselines (BenchmarkRowDecode and BenchmarkReplyDecode
+// in this package, BenchmarkMonitorLoadCPU in shardnet's ovn package) and
+// the tests that compare the two; nothing else sets it.
 var AsUpstream = false
 
 // ovsSliceToGoNotation converts a value decoded from JSON into any (RFC
