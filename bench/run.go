@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -496,13 +497,15 @@ func scenario(ctx context.Context, p *harness.Program, cfg Config, sp spec, serv
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	kube := harness.StartKubeWith(p, harness.KubeOptions{APIServerArgs: apiServerArgs, CPUs: servers})
-	kube.StartKwok(p)
-	// The API server's and etcd's logs go with the replicas': a stall
-	// that no replica logged is looked for there (its gctrace lines
-	// when the bench runs with GODEBUG=gctrace=1, slow requests, etcd's
-	// compactions). Cleanups run last first: this one before the
-	// servers stop and their directory goes.
+	// The API server's, etcd's and kwok's logs go with the replicas': a
+	// stall that no replica logged is looked for there (its gctrace
+	// lines when the bench runs with GODEBUG=gctrace=1, slow requests,
+	// etcd's compactions), and so is a scenario that failed to start.
+	// Cleanups run last first: this one before the servers stop and
+	// their directory goes, and registered before kwok starts, whose
+	// start can fail the scenario.
 	p.Cleanup(func() { keepServerLogs(cfg, sp.name, kube) })
+	kube.StartKwok(p)
 	var nb *harness.NB
 	if harness.HaveOVSDBServer() {
 		nb = harness.StartNB(p)
@@ -2102,17 +2105,22 @@ func resumingPods(factory informers.SharedInformerFactory, namespace string) {
 	})
 }
 
-// keepServerLogs copies the scenario's API server and etcd logs to the
-// bench's logs directory as <scenario>-kube-apiserver.log and
-// <scenario>-etcd.log, at most maxServerLog bytes of each (the last).
+// keepServerLogs copies the scenario's API server, etcd and kwok logs to
+// the bench's logs directory as <scenario>-kube-apiserver.log,
+// <scenario>-etcd.log and <scenario>-kwok.log, at most maxServerLog bytes
+// of each (the last). A log the scenario never got to write is skipped.
 func keepServerLogs(cfg Config, scenario string, kube *harness.Kube) {
 	dir := filepath.Join(cfg.Out, "logs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintf(cfg.Progress, "bench: %s: keeping the servers' logs: %v\n", scenario, err)
 		return
 	}
-	for _, name := range []string{"kube-apiserver.log", "etcd.log"} {
-		if err := copyTail(filepath.Join(kube.Dir, name), filepath.Join(dir, scenario+"-"+name), maxServerLog); err != nil {
+	for _, name := range []string{"kube-apiserver.log", "etcd.log", "kwok.log"} {
+		src := filepath.Join(kube.Dir, name)
+		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := copyTail(src, filepath.Join(dir, scenario+"-"+name), maxServerLog); err != nil {
 			fmt.Fprintf(cfg.Progress, "bench: %s: keeping %s: %v\n", scenario, name, err)
 		}
 	}
