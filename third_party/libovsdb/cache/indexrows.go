@@ -112,8 +112,8 @@ func (e indexRows) without(uuid string) indexRows {
 
 // AsUpstream, when set before a cache is filled, makes it do as upstream's
 // does where this copy differs: its indexes keep a set for a value of one
-// row too, Populate2 keeps every decoded row until it returns and grows
-// an empty table's map row by row, and
+// row too, Populate2 keeps every decoded row until it returns, Populate
+// and Populate2 grow an empty table's map row by row, and
 // RowsByCondition searches generically for a condition one index answers
 // (this last one is read at each search). It is the baseline of the
 // benchmarks that measure what the copy saves.
