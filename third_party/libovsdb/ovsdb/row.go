@@ -1,14 +1,9 @@
 package ovsdb
 
-import (
-	"encoding/json"
-	"reflect"
-)
+import "encoding/json"
 
 // Row is a table Row according to RFC7047
 type Row map[string]any
-
-var reflectFloat64 = reflect.TypeOf(float64(0))
 
 // UnmarshalJSON unmarshalls a byte array to an OVSDB Row.
 //
@@ -24,37 +19,47 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	if AsUpstream {
 		return r.unmarshalJSONUpstream(b)
 	}
-	*r = make(map[string]any)
-	p := rowParser{b: b}
-	p.space()
-	if p.i < len(b) && b[p.i] == 'n' {
-		// null: the empty row, as upstream
-		if err := p.literal("null"); err != nil {
-			return err
-		}
-		if !p.end() {
-			return p.errorf("data after the row")
-		}
-		return nil
-	}
-	if p.i >= len(b) || b[p.i] != '{' {
-		return p.errorf("a row is a JSON object")
-	}
-	m, err := p.object()
-	if err != nil {
+	m, err := parseRow(b)
+	if err != nil || m == nil {
+		// null, or an error: the empty row, as upstream
+		*r = make(map[string]any)
 		return err
-	}
-	if !p.end() {
-		return p.errorf("data after the row")
-	}
-	for key, val := range m {
-		if val, err = ovsSliceToGoNotation(val); err != nil {
-			return err
-		}
-		m[key] = val
 	}
 	*r = m
 	return nil
+}
+
+// parseRow decodes a row, nil for null, and converts its columns' values
+// to Go notation.
+func parseRow(b []byte) (map[string]any, error) {
+	p := rowParser{b: b}
+	p.space()
+	if p.i < len(b) && b[p.i] == 'n' {
+		if err := p.literal("null"); err != nil {
+			return nil, err
+		}
+		if !p.end() {
+			return nil, p.errorf("data after the row")
+		}
+		return nil, nil
+	}
+	if p.i >= len(b) || b[p.i] != '{' {
+		return nil, p.errorf("a row is a JSON object")
+	}
+	m, err := p.object()
+	if err != nil {
+		return nil, err
+	}
+	if !p.end() {
+		return nil, p.errorf("data after the row")
+	}
+	for key, val := range m {
+		if val, err = ovsSliceToGoNotation(val); err != nil {
+			return nil, err
+		}
+		m[key] = val
+	}
+	return m, nil
 }
 
 // unmarshalJSONUpstream is upstream's UnmarshalJSON.

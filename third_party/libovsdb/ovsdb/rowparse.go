@@ -5,9 +5,13 @@ package ovsdb
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 )
+
+// reflectFloat64 is the type a number decodes to, named in its errors.
+var reflectFloat64 = reflect.TypeOf(float64(0))
 
 // maxDepth is how deeply values may nest, as in encoding/json.
 const maxDepth = 10000
