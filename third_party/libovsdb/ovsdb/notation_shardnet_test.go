@@ -169,31 +169,17 @@ func BenchmarkRowDecode(b *testing.B) {
 	for i := range raw {
 		raw[i] = []byte(benchRow(i))
 	}
-	defer func() { AsUpstream = false }()
-	decode := func() float64 {
-		start := nowNanos()
+	alternate(b, func() float64 {
+		start := time.Now()
 		for _, r := range raw {
 			var row Row
 			if err := json.Unmarshal(r, &row); err != nil {
 				b.Fatal(err)
 			}
 		}
-		return float64(nowNanos()-start) / rows
-	}
-	var upstream, copied float64
-	for range b.N {
-		AsUpstream = true
-		upstream += decode()
-		AsUpstream = false
-		copied += decode()
-	}
-	n := float64(b.N)
-	b.ReportMetric(upstream/n, "upstream-ns/row")
-	b.ReportMetric(copied/n, "copy-ns/row")
-	b.ReportMetric(copied/upstream, "copy/upstream")
+		return float64(time.Since(start).Nanoseconds()) / rows
+	})
 }
-
-func nowNanos() int64 { return time.Now().UnixNano() }
 
 // TestMonitorCondSinceReplyAsUpstream decodes replies, well formed or not,
 // with upstream's UnmarshalJSON and the copy's.
@@ -244,9 +230,8 @@ func BenchmarkReplyDecode(b *testing.B) {
 	}
 	sb.WriteString(`}}]`)
 	raw := []byte(sb.String())
-	defer func() { AsUpstream = false }()
-	decode := func() float64 {
-		start := nowNanos()
+	alternate(b, func() float64 {
+		start := time.Now()
 		var reply MonitorCondSinceReply
 		if err := json.Unmarshal(raw, &reply); err != nil {
 			b.Fatal(err)
@@ -254,8 +239,15 @@ func BenchmarkReplyDecode(b *testing.B) {
 		if len(reply.Updates["Logical_Switch_Port"]) != rows {
 			b.Fatal("rows missing")
 		}
-		return float64(nowNanos()-start) / rows
-	}
+		return float64(time.Since(start).Nanoseconds()) / rows
+	})
+}
+
+// alternate runs decode with upstream's decoding and with the copy's, in
+// turn b.N times, and reports each one's mean nanoseconds per row and
+// their ratio.
+func alternate(b *testing.B, decode func() float64) {
+	defer func() { AsUpstream = false }()
 	var upstream, copied float64
 	for range b.N {
 		AsUpstream = true
