@@ -1,14 +1,74 @@
 package ovn
 
 import (
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cenkalti/rpc2/jsonrpc"
 	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/shardnet/shardnet/ovn/nbdb"
+	"github.com/shardnet/shardnet/test/harness"
 )
+
+// TestFirstMonitorLoadsAsUpstream: what a connection caches from its first
+// monitor is the same, in every table shardnet monitors, with the copies
+// (the reply read in one pass, each row made its model as it is read and
+// cached as made) as with upstream's libovsdb and rpc2; and a port written
+// afterwards still arrives as an update.
+func TestFirstMonitorLoadsAsUpstream(t *testing.T) {
+	nb := harness.StartNB(t)
+	w := connect(t, []string{nb.Endpoint}, false)
+	const ports = 500
+	fillPorts(t, w, ports)
+	cached := func(c *Client) map[string]map[string]model.Model {
+		tc := c.nb.Cache()
+		out := map[string]map[string]model.Model{}
+		for _, table := range tc.Tables() {
+			out[table] = tc.Table(table).Rows()
+		}
+		return out
+	}
+	asUpstream := func(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream, cache.AsUpstream = on, on, on }
+	defer asUpstream(false)
+
+	asUpstream(true)
+	built := ovsdb.ModelsBuilt.Load()
+	up := connect(t, []string{nb.Endpoint}, false)
+	want := cached(up)
+	if n := ovsdb.ModelsBuilt.Load() - built; n != 0 {
+		t.Fatalf("upstream's decoding made %d models while reading", n)
+	}
+	asUpstream(false)
+	c := connect(t, []string{nb.Endpoint}, false)
+	got := cached(c)
+	if n := ovsdb.ModelsBuilt.Load() - built; n < ports {
+		t.Fatalf("%d models made while the reply was read, want one a row (%d ports and more)", n, ports)
+	}
+	if len(want[nbdb.LogicalSwitchPortTable]) != ports {
+		t.Fatalf("upstream cached %d ports, want %d", len(want[nbdb.LogicalSwitchPortTable]), ports)
+	}
+	if !reflect.DeepEqual(got, want) {
+		for table := range want {
+			if !reflect.DeepEqual(got[table], want[table]) {
+				t.Errorf("table %s: upstream cached %d rows, the copies %d, or rows differ", table, len(want[table]), len(got[table]))
+			}
+		}
+		t.Fatal("the copies cache other rows than upstream")
+	}
+	ops, _, err := w.EnsurePort(bulkPort(ports))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTransact(t, w, ops)
+	for _, conn := range []*Client{up, c} {
+		eventually(t, "the new port in the cache", func() bool { _, ok := conn.Port(bulkPort(ports).Name); return ok })
+	}
+}
 
 // The benchmarks of the changes in libovsdb's cache (third_party/libovsdb),
 // each against upstream's behaviour (cache.AsUpstream) in the same run.
@@ -79,18 +139,20 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 	b.ReportMetric(dropped/whole, "dropped/whole")
 }
 
-// BenchmarkMonitorLoadCPU reports the CPU this process spends, and the
-// time it takes, to connect and load 20,000 ports, with upstream's
+// BenchmarkMonitorLoadCPU reports the CPU this process spends, the time
+// it takes and the heap it allocates to connect and load 20,000 ports,
+// with upstream's
 // libovsdb and rpc2 (ovsdb.AsUpstream, jsonrpc.AsUpstream,
 // cache.AsUpstream) and with the copies (third_party/), alternated in one
 // run. Upstream checks the reply's bytes with encoding/json six times over
 // before each row is decoded, checks each row twice more, encodes every
 // set, map and UUID back to JSON to decode it again, converts every column
 // through reflection, finds each field by name and grows the table's map
-// row by row. The copies check the reply once where the codec reads it,
-// decode each row in one pass, convert the decoded values directly and
-// string columns without reflection, find fields by index and size the
-// map once. A restarted replica loads the Northbound while its API caches
+// row by row, then caches a copy of each model. The copies check the
+// reply once where the codec reads it, read it in one more pass, make
+// each row its model as they read it, convert the decoded values directly
+// and string columns without reflection, find fields by index, size the
+// map once and cache the models they made. A restarted replica loads the Northbound while its API caches
 // load, on the same cores.
 //
 //	go test -run '^$' -bench MonitorLoadCPU -benchtime 3x ./ovn
@@ -100,25 +162,32 @@ func BenchmarkMonitorLoadCPU(b *testing.B) {
 	asUpstream := func(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream, cache.AsUpstream = on, on, on }
 	defer asUpstream(false)
 	var wall [2]time.Duration // upstream's, the copies'
+	var alloc [2]uint64       // bytes allocated, likewise
 	upstream, copied := sameRun(b, asUpstream, func() float64 {
+		var m0, m1 runtime.MemStats
 		runtime.GC()
+		runtime.ReadMemStats(&m0)
 		cpu0 := processCPU()
 		start := time.Now()
 		c := connect(b, []string{endpoint}, false)
 		took := time.Since(start)
 		cpu := processCPU() - cpu0
+		runtime.ReadMemStats(&m1)
 		if _, ok := c.Port(bulkPort(ports - 1).Name); !ok {
 			b.Fatal("ports not loaded")
 		}
 		c.Close()
+		side := 1
 		if ovsdb.AsUpstream {
-			wall[0] += took
-		} else {
-			wall[1] += took
+			side = 0
 		}
+		wall[side] += took
+		alloc[side] += m1.TotalAlloc - m0.TotalAlloc
 		return cpu.Seconds()
 	})
 	n := float64(b.N)
+	b.ReportMetric(float64(alloc[0])/n/(1<<20), "upstream-alloc-MiB")
+	b.ReportMetric(float64(alloc[1])/n/(1<<20), "copy-alloc-MiB")
 	b.ReportMetric(upstream, "upstream-cpu-s")
 	b.ReportMetric(copied, "copy-cpu-s")
 	b.ReportMetric(copied/upstream, "copy/upstream-cpu")

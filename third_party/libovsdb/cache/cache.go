@@ -259,6 +259,12 @@ func (r *RowCache) RowsByModels(models []model.Model) (map[string]model.Model, e
 
 // Create writes the provided content to the cache
 func (r *RowCache) Create(uuid string, m model.Model, checkIndexes bool) error {
+	return r.create(uuid, m, checkIndexes, true)
+}
+
+// create is Create, which caches a copy of m when clone is set and m
+// itself otherwise (shardnet's copy: TableCache.applyCacheUpdate).
+func (r *RowCache) create(uuid string, m model.Model, checkIndexes, clone bool) error {
 	r.mutex.Lock()
 	defer r.mutex.Unlock()
 	if _, ok := r.cache[uuid]; ok {
@@ -294,7 +300,10 @@ func (r *RowCache) Create(uuid string, m model.Model, checkIndexes bool) error {
 		r.addToIndex(indexSpec, addVals[i], uuid)
 	}
 
-	r.cache[uuid] = model.Clone(m)
+	if clone {
+		m = model.Clone(m)
+	}
+	r.cache[uuid] = m
 	return nil
 }
 
@@ -986,14 +995,21 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 			t.logger.V(5).Info("processing update", "table", table, "uuid", uuid)
 			update := updates.ModelUpdates{}
 			current := tCache.cache[uuid]
-			if row.Initial == nil && row.Insert == nil && current == nil {
+			if row.Initial == nil && row.Insert == nil && row.Model == nil && current == nil {
 				return NewErrCacheInconsistent(fmt.Sprintf("row with uuid %s does not exist", uuid))
+			}
+			if !AsUpstream && (row.Model != nil || row.Initial != nil || row.Insert != nil) {
+				if err := t.insert2(tCache, table, uuid, row); err != nil {
+					return err
+				}
+				delete(tu, uuid)
+				continue
 			}
 			err := update.AddRowUpdate2(t.dbModel, table, uuid, current, *row)
 			if err != nil {
 				return err
 			}
-			err = t.ApplyCacheUpdate(update)
+			err = t.applyCacheUpdate(update, !AsUpstream)
 			if err != nil {
 				return err
 			}
@@ -1005,6 +1021,29 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 			}
 		}
 	}
+	return nil
+}
+
+// insert2 caches the row that row inserts, as AddRowUpdate2 and
+// applyCacheUpdate would, without the two maps of a ModelUpdates for it
+// (shardnet's copy: a first monitor inserts every row).
+func (t *TableCache) insert2(tCache *RowCache, table, uuid string, row *ovsdb.RowUpdate2) error {
+	m := row.Model
+	if m == nil {
+		r := row.Initial
+		if r == nil {
+			r = row.Insert
+		}
+		var err error
+		if m, err = model.CreateModel(t.dbModel, table, r, uuid); err != nil {
+			return err
+		}
+	}
+	t.logger.V(5).Info("inserting model", "table", table, "uuid", uuid, "model", m)
+	if err := tCache.create(uuid, m, false, false); err != nil {
+		return err
+	}
+	t.eventProcessor.AddEvent(addEvent, table, nil, m)
 	return nil
 }
 
@@ -1213,6 +1252,17 @@ type cacheUpdate interface {
 }
 
 func (t *TableCache) ApplyCacheUpdate(update cacheUpdate) error {
+	return t.applyCacheUpdate(update, false)
+}
+
+// applyCacheUpdate is ApplyCacheUpdate. With built set, the models update
+// inserts are ones the cache built itself (Populate2: from the rows, or
+// while the reply was read, MonitorCondSinceReply's BuildModel), which
+// nothing else holds but the event handlers; the cache keeps each as it
+// is, where upstream kept a copy. Upstream already hands the handlers the
+// cached models themselves as the old ones of updates and deletes, so
+// handlers treat models as shared either way (shardnet's copy).
+func (t *TableCache) applyCacheUpdate(update cacheUpdate, built bool) error {
 	tables := update.GetUpdatedTables()
 	for _, table := range tables {
 		tCache := t.cache[table]
@@ -1220,7 +1270,7 @@ func (t *TableCache) ApplyCacheUpdate(update cacheUpdate) error {
 			switch {
 			case old == nil && newModel != nil:
 				t.logger.V(5).Info("inserting model", "table", table, "uuid", uuid, "model", newModel)
-				err := tCache.Create(uuid, newModel, false)
+				err := tCache.create(uuid, newModel, false, !built)
 				if err != nil {
 					return err
 				}

@@ -104,6 +104,45 @@ func TestPopulate2DropsAppliedRows(t *testing.T) {
 	assert.Len(t, kept["Open_vSwitch"], 1)
 }
 
+// TestPopulate2CachesBuiltModels checks that Populate2 caches a model
+// built while the reply was read (RowUpdate2.Model) and one it builds
+// from a row itself as they are, where upstream caches a copy; that the
+// event handlers get the cached model; and that a row update without a
+// row or a model for a row the cache lacks is still refused.
+func TestPopulate2CachesBuiltModels(t *testing.T) {
+	db, err := model.NewClientDBModel("Open_vSwitch", map[string]model.Model{"Open_vSwitch": &testModel{}})
+	require.NoError(t, err)
+	var schema ovsdb.DatabaseSchema
+	require.NoError(t, json.Unmarshal(getTestSchema(`["foo"]`), &schema))
+	dbModel, errs := model.NewDatabaseModel(schema, db)
+	require.Empty(t, errs)
+	for _, upstream := range []bool{false, true} {
+		AsUpstream = upstream
+		tc, err := NewTableCache(dbModel, nil, nil)
+		require.NoError(t, err)
+		built := &testModel{UUID: "built", Foo: "from the reply"}
+		row := ovsdb.Row(map[string]any{"_uuid": "row", "foo": "from a row"})
+		require.NoError(t, tc.Populate2(ovsdb.TableUpdates2{"Open_vSwitch": {
+			"built": &ovsdb.RowUpdate2{Model: built},
+			"row":   &ovsdb.RowUpdate2{Initial: &row},
+		}}))
+		rows := tc.Table("Open_vSwitch").RowsShallow()
+		require.Len(t, rows, 2)
+		assert.Equal(t, built, rows["built"])
+		assert.Equal(t, "from a row", rows["row"].(*testModel).Foo)
+		assert.Equal(t, !upstream, rows["built"] == model.Model(built), "the built model cached as it is (upstream: a copy)")
+		events := map[string]model.Model{}
+		for range 2 {
+			ev := <-tc.eventProcessor.events
+			events[ev.new.(*testModel).UUID] = ev.new
+		}
+		assert.Equal(t, model.Model(built), events["built"])
+		assert.Equal(t, !upstream, events["row"] == rows["row"], "the handlers get the cached model (upstream: the original of the copy)")
+		require.Error(t, tc.Populate2(ovsdb.TableUpdates2{"Open_vSwitch": {"missing": &ovsdb.RowUpdate2{}}}))
+	}
+	AsUpstream = false
+}
+
 // portModel is a port-like row: a schema index on name, a client index
 // on the pod key of external_ids, and a column no index has.
 type portModel struct {

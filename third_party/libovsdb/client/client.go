@@ -937,6 +937,7 @@ func (o *ovsdbClient) monitor(ctx context.Context, cookie MonitorCookie, reconne
 	db := o.databases[dbName]
 	db.modelMutex.RLock()
 	typeMap := db.model.Types()
+	dbModel := db.model
 	requests := make(map[string]ovsdb.MonitorRequest)
 	for _, o := range monitor.Tables {
 		_, ok := typeMap[o.Table]
@@ -988,6 +989,20 @@ func (o *ovsdbClient) monitor(ctx context.Context, cookie MonitorCookie, reconne
 		tableUpdates = reply
 	case ovsdb.ConditionalMonitorSinceRPC:
 		var reply ovsdb.MonitorCondSinceReply
+		if !cache.AsUpstream {
+			// Each row inserted becomes its model as the reply is read,
+			// as Populate2 would make it (AddRowUpdate2), so that the
+			// reply's rows, which for a first monitor are the whole
+			// database, are not all held at once beside their models
+			// (shardnet's copy, SHARDNET.md). Tables outside the model
+			// keep their rows: Populate2 skips them.
+			reply.BuildModel = func(table, uuid string, row *ovsdb.Row) (any, error) {
+				if _, ok := typeMap[table]; !ok {
+					return nil, nil
+				}
+				return model.CreateModel(dbModel, table, row, uuid)
+			}
+		}
 		err = o.rpcClient.CallWithContext(ctx, monitor.Method, args, &reply)
 		if err == nil && reply.Found {
 			monitor.LastTransactionID = reply.LastTransactionID

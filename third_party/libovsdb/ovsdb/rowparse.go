@@ -26,6 +26,8 @@ type rowParser struct {
 	b     []byte
 	i     int
 	depth int
+	// build is MonitorCondSinceReply's BuildModel, for a reply's rows.
+	build func(table, uuid string, row *Row) (any, error)
 }
 
 func (p *rowParser) errorf(format string, args ...any) error {

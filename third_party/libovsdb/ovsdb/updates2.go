@@ -16,4 +16,9 @@ type RowUpdate2 struct {
 	Delete  *Row `json:"delete,omitempty"`
 	Old     *Row `json:"-"`
 	New     *Row `json:"-"`
+	// Model is the row of Initial, or else of Insert, as a model, built
+	// while the reply that carried it was read (MonitorCondSinceReply's
+	// BuildModel); Initial and Insert are then nil. shardnet's copy: see
+	// SHARDNET.md.
+	Model any `json:"-"`
 }

@@ -171,6 +171,13 @@ func (u *ModelUpdates) AddRowUpdate(dbModel model.DatabaseModel, table, uuid str
 // update.
 func (u *ModelUpdates) AddRowUpdate2(dbModel model.DatabaseModel, table, uuid string, current model.Model, ru2 ovsdb.RowUpdate2) error {
 	switch {
+	case ru2.Model != nil:
+		// built from Initial or Insert while the reply was read
+		// (shardnet's copy, SHARDNET.md)
+		err := u.addUpdate(dbModel, table, uuid, modelUpdate{new: ru2.Model, rowUpdate2: &ru2})
+		if err != nil {
+			return err
+		}
 	case ru2.Initial != nil:
 		ru2.Insert = ru2.Initial
 		fallthrough
