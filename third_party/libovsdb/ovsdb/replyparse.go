@@ -48,11 +48,7 @@ func parseCondSinceReply(b []byte, build func(table, uuid string, row *Row) (any
 	}
 	reply.LastTransactionID = id
 	p.space()
-	if p.i < len(b) && b[p.i] == 'n' {
-		if p.literal("null") != nil {
-			return reply, false
-		}
-	} else {
+	if !p.null() {
 		updates, ok := p.tableUpdates()
 		if !ok {
 			return reply, false
@@ -206,14 +202,8 @@ func (p *rowParser) row() (*Row, bool) {
 		return nil, false
 	}
 	m, err := p.object()
-	if err != nil {
+	if err != nil || toGoNotation(m) != nil {
 		return nil, false
-	}
-	for key, val := range m {
-		if val, err = ovsSliceToGoNotation(val); err != nil {
-			return nil, false
-		}
-		m[key] = val
 	}
 	row := Row(m)
 	return &row, true

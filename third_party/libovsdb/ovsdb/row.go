@@ -53,13 +53,23 @@ func parseRow(b []byte) (map[string]any, error) {
 	if !p.end() {
 		return nil, p.errorf("data after the row")
 	}
+	if err := toGoNotation(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// toGoNotation converts a decoded row's columns' values to Go notation,
+// in place.
+func toGoNotation(m map[string]any) error {
 	for key, val := range m {
-		if val, err = ovsSliceToGoNotation(val); err != nil {
-			return nil, err
+		val, err := ovsSliceToGoNotation(val)
+		if err != nil {
+			return err
 		}
 		m[key] = val
 	}
-	return m, nil
+	return nil
 }
 
 // unmarshalJSONUpstream is upstream's UnmarshalJSON.
