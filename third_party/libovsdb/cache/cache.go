@@ -263,7 +263,7 @@ func (r *RowCache) Create(uuid string, m model.Model, checkIndexes bool) error {
 }
 
 // create is Create, which caches a copy of m when clone is set and m
-// itself otherwise (shardnet's copy: TableCache.applyCacheUpdate).
+// itself otherwise (shardnet's copy: TableCache.insert2).
 func (r *RowCache) create(uuid string, m model.Model, checkIndexes, clone bool) error {
 	r.mutex.Lock()
 	defer r.mutex.Unlock()
@@ -1009,7 +1009,7 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 			if err != nil {
 				return err
 			}
-			err = t.applyCacheUpdate(update, !AsUpstream)
+			err = t.ApplyCacheUpdate(update)
 			if err != nil {
 				return err
 			}
@@ -1025,8 +1025,14 @@ func (t *TableCache) Populate2(tableUpdates ovsdb.TableUpdates2) error {
 }
 
 // insert2 caches the row that row inserts, as AddRowUpdate2 and
-// applyCacheUpdate would, without the two maps of a ModelUpdates for it
-// (shardnet's copy: a first monitor inserts every row).
+// ApplyCacheUpdate would, without the two maps of a ModelUpdates for it
+// (shardnet's copy: a first monitor inserts every row). The model is one
+// the cache built itself (here, or while the reply was read,
+// MonitorCondSinceReply's BuildModel), which nothing else holds but the
+// event handlers; the cache keeps it as it is, where upstream kept a
+// copy. Upstream already hands the handlers the cached models themselves
+// as the old ones of updates and deletes, so handlers treat models as
+// shared either way.
 func (t *TableCache) insert2(tCache *RowCache, table, uuid string, row *ovsdb.RowUpdate2) error {
 	m := row.Model
 	if m == nil {
@@ -1252,17 +1258,6 @@ type cacheUpdate interface {
 }
 
 func (t *TableCache) ApplyCacheUpdate(update cacheUpdate) error {
-	return t.applyCacheUpdate(update, false)
-}
-
-// applyCacheUpdate is ApplyCacheUpdate. With built set, the models update
-// inserts are ones the cache built itself (Populate2: from the rows, or
-// while the reply was read, MonitorCondSinceReply's BuildModel), which
-// nothing else holds but the event handlers; the cache keeps each as it
-// is, where upstream kept a copy. Upstream already hands the handlers the
-// cached models themselves as the old ones of updates and deletes, so
-// handlers treat models as shared either way (shardnet's copy).
-func (t *TableCache) applyCacheUpdate(update cacheUpdate, built bool) error {
 	tables := update.GetUpdatedTables()
 	for _, table := range tables {
 		tCache := t.cache[table]
@@ -1270,7 +1265,7 @@ func (t *TableCache) applyCacheUpdate(update cacheUpdate, built bool) error {
 			switch {
 			case old == nil && newModel != nil:
 				t.logger.V(5).Info("inserting model", "table", table, "uuid", uuid, "model", newModel)
-				err := tCache.create(uuid, newModel, false, !built)
+				err := tCache.Create(uuid, newModel, false)
 				if err != nil {
 					return err
 				}
