@@ -33,7 +33,6 @@ func TestFirstMonitorLoadsAsUpstream(t *testing.T) {
 		}
 		return out
 	}
-	asUpstream := func(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream, cache.AsUpstream = on, on, on }
 	defer asUpstream(false)
 
 	asUpstream(true)
@@ -69,6 +68,10 @@ func TestFirstMonitorLoadsAsUpstream(t *testing.T) {
 		eventually(t, "the new port in the cache", func() bool { _, ok := conn.Port(bulkPort(ports).Name); return ok })
 	}
 }
+
+// asUpstream brings upstream's libovsdb and rpc2 back (on) or the copies'
+// behaviour (off), in all three places they differ.
+func asUpstream(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream, cache.AsUpstream = on, on, on }
 
 // The benchmarks of the changes in libovsdb's cache (third_party/libovsdb),
 // each against upstream's behaviour (cache.AsUpstream) in the same run.
@@ -159,7 +162,6 @@ func BenchmarkMonitorLoadPeak(b *testing.B) {
 func BenchmarkMonitorLoadCPU(b *testing.B) {
 	const ports = 20000
 	endpoint := filledNB(b, ports)
-	asUpstream := func(on bool) { ovsdb.AsUpstream, jsonrpc.AsUpstream, cache.AsUpstream = on, on, on }
 	defer asUpstream(false)
 	var wall [2]time.Duration // upstream's, the copies'
 	var alloc [2]uint64       // bytes allocated, likewise
