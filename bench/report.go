@@ -32,6 +32,21 @@ func write(dir string, r *Result) error {
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(Markdown(r)), 0o644)
 }
 
+// roundsMarkdown writes the rates and ratios of every round of the
+// full-speed scenarios, when they ran more than once.
+func roundsMarkdown(b *strings.Builder, r *Result) {
+	if len(r.Rounds) < 2 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Rounds\n\nThe full-speed scenarios ran %d times, one after the other in the same order; the table above has the first round, and the throughput ratios below are the medians of the rounds'.\n\n", len(r.Rounds))
+	b.WriteString("| round | raw pods/s | 1 replica | 3 replicas | baseline | 3 replicas / raw | 1 replica / raw | batched / baseline |\n|---|---|---|---|---|---|---|---|\n")
+	for i, rd := range r.Rounds {
+		p := rd.PodsPerSecond
+		fmt.Fprintf(b, "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n", i+1,
+			p["raw"], p["shardnet-1"], p["shardnet-3"], p["baseline"], rd.ShardnetVsRaw, rd.OneReplicaVsRaw, rd.BatchedVsBaseline)
+	}
+}
+
 // Markdown is the short report of a result.
 func Markdown(r *Result) string {
 	var b strings.Builder
@@ -72,6 +87,7 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "| %d | %d | %.2f | %.0f | %.0f |\n", c.Batch, c.Ports, c.Seconds, c.PortsPerSecond, c.TransactionsPerSecond)
 		}
 	}
+	roundsMarkdown(&b, r)
 	b.WriteString("\n## Ratios\n\n")
 	// A ratio is reported only when both its scenarios ran.
 	ran := func(names ...string) bool {

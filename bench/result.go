@@ -25,6 +25,32 @@ type Result struct {
 	// CPUs is how the processes of a run on servers of its own were laid
 	// out on the CPUs (Config.Pin).
 	CPUs *CPUs `json:"cpus,omitempty"`
+	// Rounds are the rates of every round of the full-speed scenarios
+	// when they ran more than once (Config.Rounds), the first round's
+	// being those of Scenarios.
+	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// Round is one pass of the full-speed scenarios.
+type Round struct {
+	// PodsPerSecond is each scenario's rate, by name.
+	PodsPerSecond map[string]float64 `json:"podsPerSecond"`
+	// Ratios are the round's own throughput ratios (computeRatios).
+	ShardnetVsRaw     float64 `json:"shardnetVsRaw"`
+	OneReplicaVsRaw   float64 `json:"oneReplicaVsRaw"`
+	BatchedVsBaseline float64 `json:"batchedVsBaseline"`
+}
+
+// roundRates is the named scenario's rate in every round, or nil when
+// the scenarios ran once.
+func (r *Result) roundRates(name string) []float64 {
+	var out []float64
+	for _, rd := range r.Rounds {
+		if v, ok := rd.PodsPerSecond[name]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ClusterRun is what a run against an existing cluster measured.
@@ -318,6 +344,23 @@ func (r *Result) computeRatios() {
 		OneReplicaVsRaw:   div(one.PodsPerSecond, raw.PodsPerSecond),
 		BatchedVsBaseline: div(three.PodsPerSecond, base.PodsPerSecond),
 		VsKubeOVN:         three.PodsPerSecond / KubeOVNPodsPerSecond,
+	}
+	// Over several rounds the throughput ratios are the medians of each
+	// round's, each of figures measured minutes apart at most: one
+	// scenario slowed by the machine moves one round's ratio, not the
+	// result.
+	if len(r.Rounds) > 1 {
+		var s3, s1, sb []float64
+		for i := range r.Rounds {
+			rd := &r.Rounds[i]
+			pps := rd.PodsPerSecond
+			rd.ShardnetVsRaw = div(pps["shardnet-3"], pps["raw"])
+			rd.OneReplicaVsRaw = div(pps["shardnet-1"], pps["raw"])
+			rd.BatchedVsBaseline = div(pps["shardnet-3"], pps["baseline"])
+			s3, s1, sb = append(s3, rd.ShardnetVsRaw), append(s1, rd.OneReplicaVsRaw), append(sb, rd.BatchedVsBaseline)
+		}
+		r.Ratios.ShardnetVsRaw, r.Ratios.OneReplicaVsRaw, r.Ratios.BatchedVsBaseline = median(s3), median(s1), median(sb)
+		r.Ratios.VsKubeOVN = median(r.roundRates("shardnet-3")) / KubeOVNPodsPerSecond
 	}
 	rawAttach, _ := r.Scenario(RawAttachScenario)
 	attach, _ := r.Scenario(AttachScenario)

@@ -73,6 +73,37 @@ func TestRatiosReportAndCheck(t *testing.T) {
 	}
 }
 
+// TestRoundsRatiosAreMedians: over rounds, a ratio is the median of the
+// rounds' own, so one slow scenario in one round does not move it.
+func TestRoundsRatiosAreMedians(t *testing.T) {
+	r := &Result{Pods: 1000, Scenarios: []Scenario{
+		{Name: "raw", PodsPerSecond: 100},
+		{Name: "shardnet-1", PodsPerSecond: 95},
+		{Name: "shardnet-3", PodsPerSecond: 60},
+		{Name: "baseline", PodsPerSecond: 100},
+	}, Rounds: []Round{
+		{PodsPerSecond: map[string]float64{"raw": 100, "shardnet-1": 95, "shardnet-3": 60, "baseline": 100}},
+		{PodsPerSecond: map[string]float64{"raw": 120, "shardnet-1": 108, "shardnet-3": 108, "baseline": 90}},
+		{PodsPerSecond: map[string]float64{"raw": 80, "shardnet-1": 76, "shardnet-3": 72, "baseline": 60}},
+	}}
+	r.computeRatios()
+	if got := r.Ratios; got.ShardnetVsRaw != 0.9 || got.OneReplicaVsRaw != 0.95 || got.BatchedVsBaseline != 1.2 || got.VsKubeOVN != 72.0/20 {
+		t.Fatalf("ratios %+v, want the medians 0.9, 0.95, 1.2 and 72/20", got)
+	}
+	if r.Rounds[0].ShardnetVsRaw != 0.6 || r.Rounds[1].BatchedVsBaseline != 1.2 {
+		t.Fatalf("rounds' own ratios %+v", r.Rounds)
+	}
+	if got := Check(r, Thresholds{ShardnetVsRaw: 0.7, OneReplicaVsRaw: 0.7, BatchedVsBaseline: 0.7}); len(got) != 0 {
+		t.Fatalf("Check of the medians = %q", got)
+	}
+	md := Markdown(r)
+	for _, want := range []string{"## Rounds", "| 1 | 100 | 95 | 60 | 100 | 0.60 | 0.95 | 0.60 |", "| 3 | 80 | 76 | 72 | 60 | 0.90 | 0.95 | 1.20 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 func TestLatencyAndRestartBoundsChecked(t *testing.T) {
 	r := &Result{Pods: 1000, Scenarios: []Scenario{
 		{Name: "raw", PodsPerSecond: 200, StallSeconds: 0.5},

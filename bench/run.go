@@ -71,6 +71,11 @@ type Config struct {
 	// scenario does not run to set it; 0 takes half the 3-replica rate.
 	// The near-rate scenarios run at 2*NearRateFraction times it.
 	HalfRate float64
+	// Rounds is how many times the full-speed scenarios (raw, 1 and 3
+	// replicas, baseline) run, one after the other in the same order;
+	// their ratios are the medians of each round's (Result.Rounds). 0 or
+	// 1: once.
+	Rounds int
 	// Restarts is how many times every replica of the 3-replica scenario
 	// is restarted once its pods are routed, each timed back to steady
 	// state; 0 skips it.
@@ -346,21 +351,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Scenarios = append(res.Scenarios, sc)
 		return nil
 	}
-	for _, sp := range []spec{
+	full := []spec{
 		{name: "raw", raw: true},
 		{name: "shardnet-1", replicas: 1, shards: 64, batching: true},
 		{name: "shardnet-3", replicas: 3, shards: 64, batching: true},
 		{name: "baseline", replicas: 1, shards: 1, batching: false},
-	} {
+	}
+	for _, sp := range full {
 		if wanted(sp.name) {
 			if err := measure(sp); err != nil {
 				return nil, err
 			}
 		}
 	}
+	if cfg.Rounds > 1 {
+		if err := moreRounds(ctx, cfg, full, res); err != nil {
+			return nil, err
+		}
+	}
 	halfRate := cfg.HalfRate
 	if three, ok := res.Scenario("shardnet-3"); ok && halfRate == 0 {
 		halfRate = three.PodsPerSecond / 2
+		if r := res.roundRates("shardnet-3"); len(r) > 1 {
+			halfRate = median(r) / 2
+		}
 	}
 	// The raw writer and shardnet at half rate run back to back, so that
 	// the p99 ratio is of two figures measured side by side; then the
@@ -395,6 +409,39 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// moreRounds runs the full-speed scenarios full again, cfg.Rounds-1
+// times in the same order, and records every round's rates in
+// res.Rounds, the first round's from res.Scenarios. The rounds leave out
+// the restarts and the profiles, which the first round took.
+func moreRounds(ctx context.Context, cfg Config, full []spec, res *Result) error {
+	first := Round{PodsPerSecond: map[string]float64{}}
+	for _, sp := range full {
+		if sc, ok := res.Scenario(sp.name); ok {
+			first.PodsPerSecond[sp.name] = sc.PodsPerSecond
+		}
+	}
+	res.Rounds = append(res.Rounds, first)
+	rcfg := cfg
+	rcfg.Restarts, rcfg.Profiles = 0, false
+	for n := 2; n <= cfg.Rounds; n++ {
+		round := Round{PodsPerSecond: map[string]float64{}}
+		for _, sp := range full {
+			if !cfg.wanted(sp.name) {
+				continue
+			}
+			fmt.Fprintf(cfg.Progress, "bench: %s, round %d of %d: %d pods ...\n", sp.name, n, cfg.Rounds, cfg.Pods)
+			sc, err := runScenario(ctx, rcfg, sp)
+			if err != nil {
+				return fmt.Errorf("scenario %s, round %d: %w", sp.name, n, err)
+			}
+			fmt.Fprintf(cfg.Progress, "bench: %s, round %d of %d: %.0f pods/s, p50 %.0fms p99 %.0fms\n", sp.name, n, cfg.Rounds, sc.PodsPerSecond, sc.P50, sc.P99)
+			round.PodsPerSecond[sp.name] = sc.PodsPerSecond
+		}
+		res.Rounds = append(res.Rounds, round)
+	}
+	return nil
 }
 
 // finish computes the ratios of res, runs the micro-benchmarks when
