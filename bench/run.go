@@ -32,7 +32,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -43,6 +42,7 @@ import (
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
 	"github.com/shardnet/shardnet/controller"
 	"github.com/shardnet/shardnet/internal/ipcache"
+	"github.com/shardnet/shardnet/internal/metawatch"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/ipam"
 	"github.com/shardnet/shardnet/reconcile"
@@ -820,15 +820,16 @@ func rawReload(ctx context.Context, kube *harness.Kube, n int, timeout time.Dura
 // with it. With asReplicas it decodes them as the replicas do: the pods
 // only as far as the replicas' cache keeps them (internal/podwire), the
 // claims and IP records as their object metadata (PartialObjectMetadata
-// over protobuf, which the API server serves for custom resources too;
-// internal/metawatch). Without it, all in full.
+// over protobuf, which the API server serves for custom resources too,
+// without their managed fields; internal/metawatch). Without it, all in
+// full.
 func loadCaches(ctx context.Context, rc *rest.Config, asReplicas bool, timeout time.Duration) error {
 	rc.DisableCompression = true
 	kc, pc, err := controller.KubeClients(rc)
 	if err != nil {
 		return err
 	}
-	mc, err := metadata.NewForConfig(controller.Protobuf(rc))
+	mc, err := metawatch.NewClient(controller.Protobuf(rc), nil)
 	if err != nil {
 		return err
 	}

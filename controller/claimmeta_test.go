@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -74,7 +73,7 @@ func TestClaimInformerReadsClaimsAsMetadata(t *testing.T) {
 	edited.Annotations[v1alpha1.AnnotationSpec] = strings.Replace(edited.Annotations[v1alpha1.AnnotationSpec], "10.17.0.4", "10.17.0.99", 1)
 	create(edited)
 
-	meta, err := metadata.NewForConfig(Protobuf(kube.Config))
+	meta, err := metawatch.NewClient(Protobuf(kube.Config), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

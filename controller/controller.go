@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/shardnet/shardnet/internal/metawatch"
 	"github.com/shardnet/shardnet/internal/watch"
 	"github.com/shardnet/shardnet/queue"
 	"github.com/shardnet/shardnet/shard"
@@ -90,7 +90,9 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
-	meta, err := metadata.NewForConfig(Protobuf(rc))
+	// The claims' and IP records' metadata decode without their managed
+	// fields, which the informers' transforms drop (metawatch.Client).
+	meta, err := metawatch.NewClient(Protobuf(rc), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the metadata client: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	kubeovnv1 "github.com/shardnet/shardnet/api/kubeovn/v1"
@@ -76,7 +75,7 @@ func TestIPInformerReadsRecordsAsMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	meta, err := metadata.NewForConfig(Protobuf(kube.Config))
+	meta, err := metawatch.NewClient(Protobuf(kube.Config), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

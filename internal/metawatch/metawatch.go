@@ -7,7 +7,9 @@
 // (PartialObjectMetadata) in protobuf, and a watcher decodes it, for a
 // fraction of what the object in full costs them in JSON: at 50,000 pods
 // the claims and IP records are most of what a replica's restart loads
-// (docs/decisions/0009).
+// (docs/decisions/0009). Client lists and watches it so, decoding the
+// API server's bytes where they lie and leaving out the managed fields,
+// which the informers drop.
 //
 // ListWatch turns each object into the object it stands for (in a list,
 // into what the informer's cache keeps of it, Kind.Cached), so the

@@ -3,11 +3,13 @@ package metawatch_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 
 	"github.com/shardnet/shardnet/api/shardnet/v1alpha1"
@@ -50,7 +52,7 @@ func TestListPagesAndWatchesFromItsVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mc, err := metadata.NewForConfig(kube.Config)
+	mc, err := metawatch.NewClient(kube.Config, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +101,85 @@ func TestListPagesAndWatchesFromItsVersion(t *testing.T) {
 			t.Fatal("no watch event")
 		}
 		w.Stop()
+	}
+}
+
+// TestClientAsClientGoButManagedFields: on a real API server, Client
+// lists and watches the objects' metadata as client-go's metadata client
+// does, but for their managed fields, which it leaves out.
+func TestClientAsClientGoButManagedFields(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver")
+	}
+	kube := harness.StartKube(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	claims := kube.Shardnet.ShardnetV1alpha1().AddressClaims()
+	claim := func(i int) *v1alpha1.AddressClaim {
+		addr := fmt.Sprintf("10.30.0.%d", i+1)
+		return &v1alpha1.AddressClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "wire." + addr, Labels: map[string]string{v1alpha1.LabelSubnet: "wire"},
+				Annotations: map[string]string{"note": fmt.Sprint(i)}, Finalizers: []string{"shardnet.io/test"}},
+			Spec: v1alpha1.AddressClaimSpec{Subnet: "wire", Address: addr, Provider: "ovn",
+				Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "default", Name: fmt.Sprint("p", i)}},
+		}
+	}
+	for i := range 5 {
+		if _, err := claims.Create(ctx, claim(i), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upstream, err := metadata.NewForConfig(kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := metawatch.NewClient(kube.Config, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := v1alpha1.SchemeGroupVersion.WithResource("addressclaims")
+	want, err := upstream.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Items) != 5 || len(want.Items[0].ManagedFields) == 0 {
+		t.Fatalf("client-go listed %d claims, the first with %d managed fields", len(want.Items), len(want.Items[0].ManagedFields))
+	}
+	for i := range want.Items {
+		want.Items[i].ManagedFields = nil
+	}
+	got, err := ours.Resource(gvr).List(ctx, metav1.ListOptions{ResourceVersion: want.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("listed\n%#v\nwant\n%#v", got, want)
+	}
+	// Both watch from the list's version and see the same change.
+	var events [2]apiwatch.Event
+	for i, c := range []metadata.Interface{upstream, ours} {
+		w, err := c.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: want.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := claims.Create(ctx, claim(5), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case events[i] = <-w.ResultChan():
+		case <-ctx.Done():
+			t.Fatal("no watch event")
+		}
+		w.Stop()
+	}
+	up, ok := events[0].Object.(*metav1.PartialObjectMetadata)
+	if !ok || len(up.ManagedFields) == 0 {
+		t.Fatalf("client-go's watch event %s %#v", events[0].Type, events[0].Object)
+	}
+	up.ManagedFields = nil
+	if !reflect.DeepEqual(events[1], events[0]) {
+		t.Fatalf("watch event\n%#v\nwant\n%#v", events[1], events[0])
 	}
 }

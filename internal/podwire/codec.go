@@ -1,7 +1,6 @@
 package podwire
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -16,68 +15,21 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-)
 
-// protobufMagic opens every protobuf body of the API server, before its
-// runtime.Unknown envelope.
-var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+	"github.com/shardnet/shardnet/internal/kubeproto"
+)
 
 var (
 	podKind     = corev1.SchemeGroupVersion.WithKind("Pod")
 	podListKind = corev1.SchemeGroupVersion.WithKind("PodList")
 )
 
-// envelope returns the kind and the raw object of an API server protobuf
-// body; ok is false when data is not one, or its object is encoded in a
-// way this package does not read.
-func envelope(data []byte) (gvk schema.GroupVersionKind, raw []byte, ok bool) {
-	if !bytes.HasPrefix(data, protobufMagic) {
-		return gvk, nil, false
-	}
-	var apiVersion, encoding, contentType string
-	err := fields(data[len(protobufMagic):], func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1: // typeMeta
-			return fields(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-				if typ == protowire.BytesType {
-					switch num {
-					case 1:
-						apiVersion = string(v)
-					case 2:
-						gvk.Kind = string(v)
-					}
-				}
-				return nil
-			})
-		case 2:
-			raw = v
-		case 3:
-			encoding = string(v)
-		case 4:
-			contentType = string(v)
-		}
-		return nil
-	})
-	if err != nil || encoding != "" || (contentType != "" && contentType != runtime.ContentTypeProtobuf) {
-		return gvk, nil, false
-	}
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return gvk, nil, false
-	}
-	gvk.Group, gvk.Version = gv.Group, gv.Version
-	return gvk, raw, true
-}
-
 // serializer is the protobuf serializer of Codecs: pods and pod lists
 // through Unmarshal, anything else through the serializer it wraps.
 type serializer struct{ runtime.Serializer }
 
 func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if gvk, raw, ok := envelope(data); ok {
+	if gvk, raw, ok := kubeproto.Envelope(data); ok {
 		var obj runtime.Object
 		var err error
 		switch gvk {
@@ -120,7 +72,7 @@ func decodeAs[T any, P interface {
 func unmarshalList(b []byte, l *corev1.PodList) error {
 	*l = corev1.PodList{}
 	n := 0
-	if err := fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
+	if err := kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
 		if num == 2 && typ == protowire.BytesType {
 			n++
 		}
@@ -129,7 +81,7 @@ func unmarshalList(b []byte, l *corev1.PodList) error {
 		return err
 	}
 	l.Items = make([]corev1.Pod, 0, n)
-	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}

@@ -30,48 +30,13 @@
 package podwire
 
 import (
-	"errors"
-	"fmt"
-
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardnet/shardnet/internal/kubeproto"
 )
-
-// errTruncated is the error of bytes that end within a field.
-var errTruncated = errors.New("podwire: truncated protobuf")
-
-// fields calls f with each field of the message in b: its number, wire
-// type and value (the bytes of a length-delimited field, the number of a
-// varint; nil and 0 for the other types, which it skips).
-func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error) error {
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return fmt.Errorf("podwire: %w", protowire.ParseError(l))
-		}
-		b = b[l:]
-		var v []byte
-		var n uint64
-		switch typ {
-		case protowire.BytesType:
-			v, l = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			n, l = protowire.ConsumeVarint(b)
-		default:
-			l = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if l < 0 {
-			return fmt.Errorf("podwire: field %d: %w", num, protowire.ParseError(l))
-		}
-		b = b[l:]
-		if err := f(num, typ, v, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // Unmarshal sets p to the pod whose protobuf (a v1.Pod message, without
 // the API server's envelope) is b, only the fields the pod cache keeps
@@ -79,7 +44,7 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte,
 // first, as proto.Unmarshal does. The strings do not share b.
 func Unmarshal(b []byte, p *corev1.Pod) error {
 	*p = corev1.Pod{}
-	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
@@ -97,7 +62,7 @@ func Unmarshal(b []byte, p *corev1.Pod) error {
 
 // objectMeta merges the kept fields of the ObjectMeta in b into m.
 func objectMeta(b []byte, m *metav1.ObjectMeta) error {
-	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 		if typ == protowire.VarintType {
 			if num == 10 {
 				g := int64(n)
@@ -147,7 +112,7 @@ func objectMeta(b []byte, m *metav1.ObjectMeta) error {
 // mapEntry adds the map<string, string> entry in b to m.
 func mapEntry(b []byte, m map[string]string) error {
 	var k, val string
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	err := kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
@@ -168,7 +133,7 @@ func mapEntry(b []byte, m map[string]string) error {
 
 // podSpec merges the kept fields of the PodSpec in b into s.
 func podSpec(b []byte, s *corev1.PodSpec) error {
-	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 		switch {
 		case num == 3 && typ == protowire.BytesType:
 			s.RestartPolicy = corev1.RestartPolicy(v)
@@ -186,7 +151,7 @@ func podSpec(b []byte, s *corev1.PodSpec) error {
 
 // podStatus merges the kept fields of the PodStatus in b into s.
 func podStatus(b []byte, s *corev1.PodStatus) error {
-	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}

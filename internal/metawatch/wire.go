@@ -1,0 +1,264 @@
+package metawatch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/shardnet/shardnet/internal/kubeproto"
+)
+
+// A Client is a metadata.Interface whose lists and watches decode the
+// API server's protobuf PartialObjectMetadata where it lies, leaving out
+// each object's managedFields, which every informer of shardnet drops
+// (controller's transforms): client-go's metadata client copies each
+// body into a runtime.Unknown and decodes every managed field entry
+// (their fieldsV1 a copy of their own), most of the garbage of a list of
+// claims or IP records and, at 50,000 pods, the peak of a restarted
+// replica's heap (docs/decisions/0009). Everything else the objects'
+// metadata holds is decoded as the generated code decodes it. Get,
+// Patch and the deletes are client-go's.
+type Client struct {
+	rest rest.Interface
+	base metadata.Interface
+}
+
+// parameterCodec encodes ListOptions as client-go's metadata client does.
+var parameterCodec = func() runtime.ParameterCodec {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, versionV1)
+	return runtime.NewParameterCodec(s)
+}()
+
+var versionV1 = schema.GroupVersion{Version: "v1"}
+
+var (
+	partialKind     = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+	partialListKind = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList")
+)
+
+// The Accept headers of client-go's metadata client.
+const (
+	acceptObject = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	acceptList   = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+
+// NewClient returns a Client on rc and httpClient (nil: one of rc's
+// own), which may be shared with the caller's other clients.
+func NewClient(rc *rest.Config, httpClient *http.Client) (*Client, error) {
+	rc = metadata.ConfigFor(rc)
+	if httpClient == nil {
+		var err error
+		if httpClient, err = rest.HTTPClientFor(rc); err != nil {
+			return nil, err
+		}
+	}
+	base, err := metadata.NewForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	rc.NegotiatedSerializer = codecs()
+	rc.GroupVersion = &schema.GroupVersion{}
+	rc.APIPath = "/this-value-should-never-be-sent"
+	c, err := rest.RESTClientForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: c, base: base}, nil
+}
+
+// Resource returns the objects of resource.
+func (c *Client) Resource(resource schema.GroupVersionResource) metadata.Getter {
+	return &resourceClient{ResourceInterface: c.base.Resource(resource), c: c, resource: resource}
+}
+
+type resourceClient struct {
+	metadata.ResourceInterface
+	c         *Client
+	resource  schema.GroupVersionResource
+	namespace string
+}
+
+func (r *resourceClient) Namespace(ns string) metadata.ResourceInterface {
+	return &resourceClient{ResourceInterface: r.c.base.Resource(r.resource).Namespace(ns), c: r.c, resource: r.resource, namespace: ns}
+}
+
+func (r *resourceClient) path() []string {
+	p := []string{"apis", r.resource.Group}
+	if r.resource.Group == "" {
+		p = []string{"api"}
+	}
+	p = append(p, r.resource.Version)
+	if r.namespace != "" {
+		p = append(p, "namespaces", r.namespace)
+	}
+	return append(p, r.resource.Resource)
+}
+
+// List lists the objects' metadata, as client-go's metadata client does,
+// without their managed fields.
+func (r *resourceClient) List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	out := new(metav1.PartialObjectMetadataList)
+	err := r.c.rest.Get().AbsPath(r.path()...).SetHeader("Accept", acceptList).
+		SpecificallyVersionedParams(&opts, parameterCodec, versionV1).Do(ctx).Into(out)
+	if err != nil {
+		return nil, err
+	}
+	out.TypeMeta = metav1.TypeMeta{}
+	return out, nil
+}
+
+// Watch watches the objects' metadata, as client-go's metadata client
+// does, without their managed fields.
+func (r *resourceClient) Watch(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	opts.Watch = true
+	return r.c.rest.Get().AbsPath(r.path()...).SetHeader("Accept", acceptObject).
+		SpecificallyVersionedParams(&opts, parameterCodec, versionV1).Timeout(timeout).Watch(ctx)
+}
+
+// codecs is the metadata client's codecs with serializer as the
+// protobuf decoder of objects.
+func codecs() runtime.NegotiatedSerializer {
+	base := metainternalversionscheme.Codecs.WithoutConversion()
+	infos := slices.Clone(base.SupportedMediaTypes())
+	for i := range infos {
+		if infos[i].MediaType == runtime.ContentTypeProtobuf {
+			infos[i].Serializer = serializer{infos[i].Serializer}
+		}
+	}
+	return negotiated{base, infos}
+}
+
+type negotiated struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
+
+func (n negotiated) SupportedMediaTypes() []runtime.SerializerInfo { return n.infos }
+
+// serializer decodes PartialObjectMetadata and its lists with
+// unmarshalPartial, anything else (Status errors, the watch events'
+// envelopes) through the serializer it wraps.
+type serializer struct{ runtime.Serializer }
+
+func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	gvk, raw, ok := kubeproto.Envelope(data)
+	if !ok {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	var obj runtime.Object
+	var err error
+	switch gvk {
+	case partialKind:
+		p, isP := into.(*metav1.PartialObjectMetadata)
+		if into == nil {
+			p, isP = new(metav1.PartialObjectMetadata), true
+		}
+		if !isP {
+			return s.Serializer.Decode(data, defaults, into)
+		}
+		*p = metav1.PartialObjectMetadata{}
+		_, err = unmarshalPartial(raw, p, nil)
+		obj = p
+	case partialListKind:
+		l, isL := into.(*metav1.PartialObjectMetadataList)
+		if into == nil {
+			l, isL = new(metav1.PartialObjectMetadataList), true
+		}
+		if !isL {
+			return s.Serializer.Decode(data, defaults, into)
+		}
+		err = unmarshalPartialList(raw, l)
+		obj = l
+	default:
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	if err != nil {
+		return nil, &gvk, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, &gvk, nil
+}
+
+// managedFieldsNumber is ObjectMeta's field of its managed fields.
+const managedFieldsNumber = 17
+
+// unmarshalPartial sets p's metadata from the PartialObjectMetadata in b
+// as the generated code does, but for its managed fields, which are left
+// out. buf, when given, is a scratch buffer for the metadata's other
+// fields, grown as needed and returned for the next call.
+func unmarshalPartial(b []byte, p *metav1.PartialObjectMetadata, buf []byte) ([]byte, error) {
+	err := kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if num != 1 || typ != protowire.BytesType {
+			return nil
+		}
+		// Copy every field but the managed fields, then decode them as
+		// the generated code does (its strings do not share buf).
+		buf = buf[:0]
+		for rest := v; len(rest) > 0; {
+			num, typ, l := protowire.ConsumeTag(rest)
+			if l < 0 {
+				return fmt.Errorf("metawatch: object metadata: %w", protowire.ParseError(l))
+			}
+			m := protowire.ConsumeFieldValue(num, typ, rest[l:])
+			if m < 0 {
+				return fmt.Errorf("metawatch: object metadata, field %d: %w", num, protowire.ParseError(m))
+			}
+			if num != managedFieldsNumber {
+				buf = append(buf, rest[:l+m]...)
+			}
+			rest = rest[l+m:]
+		}
+		return p.ObjectMeta.Unmarshal(buf)
+	})
+	return buf, err
+}
+
+// unmarshalPartialList sets l to the PartialObjectMetadataList in b, its
+// items as unmarshalPartial decodes them.
+func unmarshalPartialList(b []byte, l *metav1.PartialObjectMetadataList) error {
+	*l = metav1.PartialObjectMetadataList{}
+	n := 0
+	if err := kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
+		if num == 2 && typ == protowire.BytesType {
+			n++
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if n > 0 {
+		l.Items = make([]metav1.PartialObjectMetadata, 0, n)
+	}
+	var buf []byte
+	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			return l.ListMeta.Unmarshal(v)
+		case 2:
+			l.Items = append(l.Items, metav1.PartialObjectMetadata{})
+			var err error
+			buf, err = unmarshalPartial(v, &l.Items[len(l.Items)-1], buf)
+			return err
+		}
+		return nil
+	})
+}
