@@ -100,7 +100,7 @@ bench-check: ## Fail when the ratios of bench/out/result.json fall below bench/t
 	$(GO) run ./bench/cmd/shardnet-bench -check $(BENCH_OUT)/result.json -thresholds bench/thresholds.json
 
 .PHONY: bench-ci
-bench-ci: ## The small benchmark CI runs (1,000 pods, three rounds of the full-speed scenarios, no micro-benchmarks), then bench-check.
+bench-ci: ## The small benchmark CI runs (1,000 pods, three rounds of the full-speed scenarios and of the half-rate pair, no micro-benchmarks), then bench-check.
 	$(MAKE) bench BENCH_PODS=1000 BENCH_OUT=$(BENCH_OUT) BENCH_FLAGS="-micro=false -rounds 3"
 	$(MAKE) bench-check BENCH_OUT=$(BENCH_OUT)
 

@@ -97,10 +97,11 @@
 // lower bounds of the throughput ratios, upper bounds of the half-rate p99
 // over the raw writer's and of the median restart over the ceiling. With
 // Config.Rounds the full-speed scenarios run that many times, one after
-// the other in the same order, and their ratios are the medians of each
-// round's: each scenario is some ten seconds at 1,000 pods, and one of
-// them slowed by the shared machine moved a single run's ratio by a
-// third (make bench-ci runs three rounds).
+// the other in the same order, and so does the half-rate pair, and those
+// ratios are the medians of each round's: each scenario is some ten
+// seconds at 1,000 pods, and one of them slowed by the shared machine
+// moved a single run's ratio by a third (make bench-ci runs three
+// rounds).
 //
 // During every scenario a progress line goes to ProgressLines every
 // ProgressInterval and once at its end: the time elapsed, the pods

@@ -31,14 +31,40 @@ type Result struct {
 	Rounds []Round `json:"rounds,omitempty"`
 }
 
-// Round is one pass of the full-speed scenarios.
+// Round is one pass of the full-speed scenarios and of the half-rate
+// pair.
 type Round struct {
-	// PodsPerSecond is each scenario's rate, by name.
+	// PodsPerSecond and P99 are each scenario's rate and p99
+	// create-to-annotated (ms), by name.
 	PodsPerSecond map[string]float64 `json:"podsPerSecond"`
-	// Ratios are the round's own throughput ratios (computeRatios).
+	P99           map[string]float64 `json:"p99,omitempty"`
+	// Ratios are the round's own ratios (computeRatios).
 	ShardnetVsRaw     float64 `json:"shardnetVsRaw"`
 	OneReplicaVsRaw   float64 `json:"oneReplicaVsRaw"`
 	BatchedVsBaseline float64 `json:"batchedVsBaseline"`
+	HalfRateP99VsRaw  float64 `json:"halfRateP99VsRaw,omitempty"`
+}
+
+// round returns res.Rounds[i], growing Rounds to hold it.
+func (r *Result) round(i int) *Round {
+	for len(r.Rounds) <= i {
+		r.Rounds = append(r.Rounds, Round{PodsPerSecond: map[string]float64{}, P99: map[string]float64{}})
+	}
+	return &r.Rounds[i]
+}
+
+// record keeps sc's figures in the round.
+func (rd *Round) record(name string, sc Scenario) {
+	if rd.PodsPerSecond == nil {
+		rd.PodsPerSecond = map[string]float64{}
+	}
+	if rd.P99 == nil {
+		rd.P99 = map[string]float64{}
+	}
+	if sc.CreateRate == 0 {
+		rd.PodsPerSecond[name] = sc.PodsPerSecond
+	}
+	rd.P99[name] = sc.P99
 }
 
 // roundRates is the named scenario's rate in every round, or nil when
@@ -257,10 +283,13 @@ type Ratios struct {
 	NBPortsVsCeiling float64 `json:"nbPortsVsCeiling,omitempty"`
 	// HalfRateP99Ms is the p99 create-to-routed latency (ms) of the
 	// scenario paced at half the 3-replica rate; 0 when it did not run.
+	// Over several rounds (Config.Rounds), both are the medians of the
+	// rounds'.
 	HalfRateP99Ms float64 `json:"halfRateP99ms,omitempty"`
 	// HalfRateP99VsRaw is HalfRateP99Ms over the p99 of the raw writer
-	// paced at the same rate (RawHalfScenario): 1 would be a pod path as
-	// quick as the plain client's same writes; 0 when either did not run.
+	// paced at the same rate (RawHalfScenario), in the same round: 1
+	// would be a pod path as quick as the plain client's same writes; 0
+	// when either did not run.
 	HalfRateP99VsRaw float64 `json:"halfRateP99VsRaw,omitempty"`
 	// NearRateP99Ms and NearRateP99VsRaw are the same figures for the
 	// scenario paced at NearRateFraction of the 3-replica rate
@@ -349,16 +378,20 @@ func (r *Result) computeRatios() {
 	// round's, each of figures measured minutes apart at most: one
 	// scenario slowed by the machine moves one round's ratio, not the
 	// result.
-	if len(r.Rounds) > 1 {
-		var s3, s1, sb []float64
-		for i := range r.Rounds {
-			rd := &r.Rounds[i]
-			pps := rd.PodsPerSecond
-			rd.ShardnetVsRaw = div(pps["shardnet-3"], pps["raw"])
-			rd.OneReplicaVsRaw = div(pps["shardnet-1"], pps["raw"])
-			rd.BatchedVsBaseline = div(pps["shardnet-3"], pps["baseline"])
-			s3, s1, sb = append(s3, rd.ShardnetVsRaw), append(s1, rd.OneReplicaVsRaw), append(sb, rd.BatchedVsBaseline)
+	var s3, s1, sb, halfRatios, halfP99 []float64
+	for i := range r.Rounds {
+		rd := &r.Rounds[i]
+		pps := rd.PodsPerSecond
+		rd.ShardnetVsRaw = div(pps["shardnet-3"], pps["raw"])
+		rd.OneReplicaVsRaw = div(pps["shardnet-1"], pps["raw"])
+		rd.BatchedVsBaseline = div(pps["shardnet-3"], pps["baseline"])
+		s3, s1, sb = append(s3, rd.ShardnetVsRaw), append(s1, rd.OneReplicaVsRaw), append(sb, rd.BatchedVsBaseline)
+		if p99, ok := rd.P99[HalfRateScenario]; ok {
+			rd.HalfRateP99VsRaw = div(p99, rd.P99[RawHalfScenario])
+			halfRatios, halfP99 = append(halfRatios, rd.HalfRateP99VsRaw), append(halfP99, p99)
 		}
+	}
+	if len(r.roundRates("shardnet-3")) > 1 {
 		r.Ratios.ShardnetVsRaw, r.Ratios.OneReplicaVsRaw, r.Ratios.BatchedVsBaseline = median(s3), median(s1), median(sb)
 		r.Ratios.VsKubeOVN = median(r.roundRates("shardnet-3")) / KubeOVNPodsPerSecond
 	}
@@ -373,6 +406,9 @@ func (r *Result) computeRatios() {
 		r.Ratios.HalfRateP99Ms = half.P99
 		rawHalf, _ := r.Scenario(RawHalfScenario)
 		r.Ratios.HalfRateP99VsRaw = div(half.P99, rawHalf.P99)
+		if len(halfRatios) > 1 {
+			r.Ratios.HalfRateP99Ms, r.Ratios.HalfRateP99VsRaw = median(halfP99), median(halfRatios)
+		}
 	}
 	if near, ok := r.Scenario(NearRateScenario); ok {
 		r.Ratios.NearRateP99Ms = near.P99

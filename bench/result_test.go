@@ -82,22 +82,26 @@ func TestRoundsRatiosAreMedians(t *testing.T) {
 		{Name: "shardnet-3", PodsPerSecond: 60},
 		{Name: "baseline", PodsPerSecond: 100},
 	}, Rounds: []Round{
-		{PodsPerSecond: map[string]float64{"raw": 100, "shardnet-1": 95, "shardnet-3": 60, "baseline": 100}},
-		{PodsPerSecond: map[string]float64{"raw": 120, "shardnet-1": 108, "shardnet-3": 108, "baseline": 90}},
-		{PodsPerSecond: map[string]float64{"raw": 80, "shardnet-1": 76, "shardnet-3": 72, "baseline": 60}},
+		{PodsPerSecond: map[string]float64{"raw": 100, "shardnet-1": 95, "shardnet-3": 60, "baseline": 100}, P99: map[string]float64{RawHalfScenario: 50, HalfRateScenario: 400}},
+		{PodsPerSecond: map[string]float64{"raw": 120, "shardnet-1": 108, "shardnet-3": 108, "baseline": 90}, P99: map[string]float64{RawHalfScenario: 100, HalfRateScenario: 200}},
+		{PodsPerSecond: map[string]float64{"raw": 80, "shardnet-1": 76, "shardnet-3": 72, "baseline": 60}, P99: map[string]float64{RawHalfScenario: 60, HalfRateScenario: 150}},
 	}}
+	r.Scenarios = append(r.Scenarios, Scenario{Name: RawHalfScenario, CreateRate: 36, P99: 50}, Scenario{Name: HalfRateScenario, CreateRate: 36, P99: 400})
 	r.computeRatios()
 	if got := r.Ratios; got.ShardnetVsRaw != 0.9 || got.OneReplicaVsRaw != 0.95 || got.BatchedVsBaseline != 1.2 || got.VsKubeOVN != 72.0/20 {
 		t.Fatalf("ratios %+v, want the medians 0.9, 0.95, 1.2 and 72/20", got)
 	}
+	if got := r.Ratios; got.HalfRateP99Ms != 200 || got.HalfRateP99VsRaw != 2.5 {
+		t.Fatalf("half-rate p99 %v and ratio %v, want the medians 200 and 2.5 (of 8, 2 and 2.5)", got.HalfRateP99Ms, got.HalfRateP99VsRaw)
+	}
 	if r.Rounds[0].ShardnetVsRaw != 0.6 || r.Rounds[1].BatchedVsBaseline != 1.2 {
 		t.Fatalf("rounds' own ratios %+v", r.Rounds)
 	}
-	if got := Check(r, Thresholds{ShardnetVsRaw: 0.7, OneReplicaVsRaw: 0.7, BatchedVsBaseline: 0.7}); len(got) != 0 {
+	if got := Check(r, Thresholds{ShardnetVsRaw: 0.7, OneReplicaVsRaw: 0.7, BatchedVsBaseline: 0.7, HalfRateP99VsRawMax: 6}); len(got) != 0 {
 		t.Fatalf("Check of the medians = %q", got)
 	}
 	md := Markdown(r)
-	for _, want := range []string{"## Rounds", "| 1 | 100 | 95 | 60 | 100 | 0.60 | 0.95 | 0.60 |", "| 3 | 80 | 76 | 72 | 60 | 0.90 | 0.95 | 1.20 |"} {
+	for _, want := range []string{"## Rounds", "| 1 | 100 | 95 | 60 | 100 | 0.60 | 0.95 | 0.60 | 400 | 50 | 8.00 |", "| 3 | 80 | 76 | 72 | 60 | 0.90 | 0.95 | 1.20 | 150 | 60 | 2.50 |", "**200 ms**, the median of 3 rounds"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

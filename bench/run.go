@@ -72,9 +72,10 @@ type Config struct {
 	// The near-rate scenarios run at 2*NearRateFraction times it.
 	HalfRate float64
 	// Rounds is how many times the full-speed scenarios (raw, 1 and 3
-	// replicas, baseline) run, one after the other in the same order;
-	// their ratios are the medians of each round's (Result.Rounds). 0 or
-	// 1: once.
+	// replicas, baseline) run, one after the other in the same order,
+	// and the half-rate pair too; their ratios are the medians of each
+	// round's (Result.Rounds), and the half rate is half the median
+	// 3-replica rate. 0 or 1: once.
 	Rounds int
 	// Restarts is how many times every replica of the 3-replica scenario
 	// is restarted once its pods are routed, each timed back to steady
@@ -380,14 +381,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// the p99 ratio is of two figures measured side by side; then the
 	// same pair near the 3-replica rate.
 	nearRate := 2 * halfRate * NearRateFraction
-	for _, sp := range []spec{
+	half := []spec{
 		{name: RawHalfScenario, raw: true, rate: halfRate},
 		{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: halfRate},
+	}
+	near := []spec{
 		{name: RawNearScenario, raw: true, rate: nearRate},
 		{name: NearRateScenario, replicas: 3, shards: 64, batching: true, rate: nearRate},
-	} {
+	}
+	for i, sp := range slices.Concat(half, near) {
 		if wanted(sp.name) && sp.rate > 0 {
 			if err := measure(sp); err != nil {
+				return nil, err
+			}
+		}
+		// The half-rate pair's p99 ratio is guarded: it runs as many
+		// rounds as the full-speed scenarios, each pair back to back.
+		if i == len(half)-1 && cfg.Rounds > 1 && halfRate > 0 {
+			if err := moreRounds(ctx, cfg, half, res); err != nil {
 				return nil, err
 			}
 		}
@@ -411,23 +422,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// moreRounds runs the full-speed scenarios full again, cfg.Rounds-1
-// times in the same order, and records every round's rates in
-// res.Rounds, the first round's from res.Scenarios. The rounds leave out
-// the restarts and the profiles, which the first round took.
-func moreRounds(ctx context.Context, cfg Config, full []spec, res *Result) error {
-	first := Round{PodsPerSecond: map[string]float64{}}
-	for _, sp := range full {
+// moreRounds runs the scenarios of specs again, cfg.Rounds-1 times in
+// the same order, and records every round's rates and p99 in res.Rounds,
+// the first round's from res.Scenarios. The rounds leave out the
+// restarts and the profiles, which the first round took.
+func moreRounds(ctx context.Context, cfg Config, specs []spec, res *Result) error {
+	for _, sp := range specs {
 		if sc, ok := res.Scenario(sp.name); ok {
-			first.PodsPerSecond[sp.name] = sc.PodsPerSecond
+			res.round(0).record(sp.name, sc)
 		}
 	}
-	res.Rounds = append(res.Rounds, first)
 	rcfg := cfg
 	rcfg.Restarts, rcfg.Profiles = 0, false
 	for n := 2; n <= cfg.Rounds; n++ {
-		round := Round{PodsPerSecond: map[string]float64{}}
-		for _, sp := range full {
+		for _, sp := range specs {
 			if !cfg.wanted(sp.name) {
 				continue
 			}
@@ -437,9 +445,8 @@ func moreRounds(ctx context.Context, cfg Config, full []spec, res *Result) error
 				return fmt.Errorf("scenario %s, round %d: %w", sp.name, n, err)
 			}
 			fmt.Fprintf(cfg.Progress, "bench: %s, round %d of %d: %.0f pods/s, p50 %.0fms p99 %.0fms\n", sp.name, n, cfg.Rounds, sc.PodsPerSecond, sc.P50, sc.P99)
-			round.PodsPerSecond[sp.name] = sc.PodsPerSecond
+			res.round(n-1).record(sp.name, sc)
 		}
-		res.Rounds = append(res.Rounds, round)
 	}
 	return nil
 }

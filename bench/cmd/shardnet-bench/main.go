@@ -47,7 +47,7 @@ func run(args []string) int {
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound of one scenario")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run ("+strings.Join(bench.ScenarioNames, ", ")+"); empty runs all")
 	halfRate := fs.Float64("half-rate", 0, "pods/s of the half-rate scenario when shardnet-3 does not run (0: half of shardnet-3's rate); the 90% scenarios run at 1.8 times it")
-	rounds := fs.Int("rounds", 1, "times the full-speed scenarios (raw, shardnet-1, shardnet-3, baseline) run, in the same order each time; the throughput ratios are the medians of each round's (restarts and profiles in the first round only)")
+	rounds := fs.Int("rounds", 1, "times the full-speed scenarios (raw, shardnet-1, shardnet-3, baseline) and the half-rate pair (raw-half, shardnet-3-half) run, in the same order each time; their ratios are the medians of each round's (restarts and profiles in the first round only)")
 	restarts := fs.Int("restarts", 3, "times every replica of shardnet-3 is restarted once its pods are routed, each timed back to steady state and followed by a measurement of the restarts' ceiling (the ratio is of the medians); with -profiles, one more restart, profiled, comes first and is left out of the ratios")
 	profiles := fs.Bool("profiles", true, "write pprof heap and CPU profiles of the shardnet-3 replicas and the API server to OUT/pprof")
 	memLimit := fs.String("replica-memory-limit", "512Mi", "the replicas' --memory-limit, as deploy/base sets it (empty: the replicas' default, auto)")
