@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -131,68 +130,13 @@ func (r *resourceClient) Watch(ctx context.Context, opts metav1.ListOptions) (ap
 		SpecificallyVersionedParams(&opts, parameterCodec, versionV1).Timeout(timeout).Watch(ctx)
 }
 
-// codecs is the metadata client's codecs with serializer as the
-// protobuf decoder of objects.
+// codecs is the metadata client's codecs, but PartialObjectMetadata and
+// its lists in protobuf decode without the managed fields.
 func codecs() runtime.NegotiatedSerializer {
-	base := metainternalversionscheme.Codecs.WithoutConversion()
-	infos := slices.Clone(base.SupportedMediaTypes())
-	for i := range infos {
-		if infos[i].MediaType == runtime.ContentTypeProtobuf {
-			infos[i].Serializer = serializer{infos[i].Serializer}
-		}
-	}
-	return negotiated{base, infos}
-}
-
-type negotiated struct {
-	runtime.NegotiatedSerializer
-	infos []runtime.SerializerInfo
-}
-
-func (n negotiated) SupportedMediaTypes() []runtime.SerializerInfo { return n.infos }
-
-// serializer decodes PartialObjectMetadata and its lists with
-// unmarshalPartial, anything else (Status errors, the watch events'
-// envelopes) through the serializer it wraps.
-type serializer struct{ runtime.Serializer }
-
-func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	gvk, raw, ok := kubeproto.Envelope(data)
-	if !ok {
-		return s.Serializer.Decode(data, defaults, into)
-	}
-	var obj runtime.Object
-	var err error
-	switch gvk {
-	case partialKind:
-		p, isP := into.(*metav1.PartialObjectMetadata)
-		if into == nil {
-			p, isP = new(metav1.PartialObjectMetadata), true
-		}
-		if !isP {
-			return s.Serializer.Decode(data, defaults, into)
-		}
-		*p = metav1.PartialObjectMetadata{}
-		_, err = unmarshalPartial(raw, p, nil)
-		obj = p
-	case partialListKind:
-		l, isL := into.(*metav1.PartialObjectMetadataList)
-		if into == nil {
-			l, isL = new(metav1.PartialObjectMetadataList), true
-		}
-		if !isL {
-			return s.Serializer.Decode(data, defaults, into)
-		}
-		err = unmarshalPartialList(raw, l)
-		obj = l
-	default:
-		return s.Serializer.Decode(data, defaults, into)
-	}
-	if err != nil {
-		return nil, &gvk, err
-	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	return obj, &gvk, nil
+	return kubeproto.Codecs(metainternalversionscheme.Codecs.WithoutConversion(), map[schema.GroupVersionKind]kubeproto.Decoder{
+		partialKind:     kubeproto.As(unmarshalPartialObject),
+		partialListKind: kubeproto.As(unmarshalPartialList),
+	})
 }
 
 // managedFieldsNumber is ObjectMeta's field of its managed fields.
@@ -229,17 +173,20 @@ func unmarshalPartial(b []byte, p *metav1.PartialObjectMetadata, buf []byte) ([]
 	return buf, err
 }
 
+// unmarshalPartialObject sets p to the PartialObjectMetadata in b, as
+// unmarshalPartial decodes it.
+func unmarshalPartialObject(b []byte, p *metav1.PartialObjectMetadata) error {
+	*p = metav1.PartialObjectMetadata{}
+	_, err := unmarshalPartial(b, p, nil)
+	return err
+}
+
 // unmarshalPartialList sets l to the PartialObjectMetadataList in b, its
 // items as unmarshalPartial decodes them.
 func unmarshalPartialList(b []byte, l *metav1.PartialObjectMetadataList) error {
 	*l = metav1.PartialObjectMetadataList{}
-	n := 0
-	if err := kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
-		if num == 2 && typ == protowire.BytesType {
-			n++
-		}
-		return nil
-	}); err != nil {
+	n, err := kubeproto.Count(b, 2)
+	if err != nil {
 		return err
 	}
 	if n > 0 {

@@ -3,7 +3,6 @@ package podwire
 import (
 	"context"
 	"net/http"
-	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -24,60 +23,12 @@ var (
 	podListKind = corev1.SchemeGroupVersion.WithKind("PodList")
 )
 
-// serializer is the protobuf serializer of Codecs: pods and pod lists
-// through Unmarshal, anything else through the serializer it wraps.
-type serializer struct{ runtime.Serializer }
-
-func (s serializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if gvk, raw, ok := kubeproto.Envelope(data); ok {
-		var obj runtime.Object
-		var err error
-		switch gvk {
-		case podKind:
-			obj, ok, err = decodeAs(raw, into, Unmarshal)
-		case podListKind:
-			obj, ok, err = decodeAs(raw, into, unmarshalList)
-		default:
-			ok = false
-		}
-		switch {
-		case err != nil:
-			return nil, &gvk, err
-		case ok:
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-			return obj, &gvk, nil
-		}
-	}
-	return s.Serializer.Decode(data, defaults, into)
-}
-
-// decodeAs decodes raw with unmarshal into into, or into a new T when
-// into is nil; ok is false when into is of another type.
-func decodeAs[T any, P interface {
-	*T
-	runtime.Object
-}](raw []byte, into runtime.Object, unmarshal func([]byte, P) error) (runtime.Object, bool, error) {
-	obj, ok := into.(P)
-	if into == nil {
-		obj, ok = P(new(T)), true
-	}
-	if !ok {
-		return nil, false, nil
-	}
-	return obj, true, unmarshal(raw, obj)
-}
-
 // unmarshalList sets l to the PodList in b, its pods as Unmarshal
 // decodes them.
 func unmarshalList(b []byte, l *corev1.PodList) error {
 	*l = corev1.PodList{}
-	n := 0
-	if err := kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
-		if num == 2 && typ == protowire.BytesType {
-			n++
-		}
-		return nil
-	}); err != nil {
+	n, err := kubeproto.Count(b, 2)
+	if err != nil {
 		return err
 	}
 	l.Items = make([]corev1.Pod, 0, n)
@@ -96,27 +47,13 @@ func unmarshalList(b []byte, l *corev1.PodList) error {
 	})
 }
 
-// codecs is client-go's codecs for its typed clients, with serializer as
-// the protobuf decoder of objects (the watch events' envelope keeps
-// client-go's).
-type codecs struct {
-	runtime.NegotiatedSerializer
-	infos []runtime.SerializerInfo
-}
-
-func (c codecs) SupportedMediaTypes() []runtime.SerializerInfo { return c.infos }
-
 // Codecs is the runtime.NegotiatedSerializer of client-go's typed
 // clients, but pods and pod lists in protobuf decode through Unmarshal.
 func Codecs() runtime.NegotiatedSerializer {
-	base := scheme.Codecs.WithoutConversion()
-	infos := slices.Clone(base.SupportedMediaTypes())
-	for i := range infos {
-		if infos[i].MediaType == runtime.ContentTypeProtobuf {
-			infos[i].Serializer = serializer{infos[i].Serializer}
-		}
-	}
-	return codecs{base, infos}
+	return kubeproto.Codecs(scheme.Codecs.WithoutConversion(), map[schema.GroupVersionKind]kubeproto.Decoder{
+		podKind:     kubeproto.As(Unmarshal),
+		podListKind: kubeproto.As(unmarshalList),
+	})
 }
 
 // Client is a REST client of pods whose answers decode through Codecs.
