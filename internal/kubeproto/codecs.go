@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -84,4 +85,33 @@ func Count(b []byte, num protowire.Number) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// List sets meta and items from the list message in b (a Kubernetes
+// list: its ListMeta in field 1, its items in field 2), each item as item
+// decodes it into a zero T; items holds exactly them (nil for none, as
+// the generated code leaves it).
+func List[T any](b []byte, meta *metav1.ListMeta, items *[]T, item func(v []byte, it *T) error) error {
+	n, err := Count(b, 2)
+	if err != nil {
+		return err
+	}
+	*meta, *items = metav1.ListMeta{}, nil
+	if n > 0 {
+		*items = make([]T, 0, n)
+	}
+	return Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			return meta.Unmarshal(v)
+		case 2:
+			var zero T
+			*items = append(*items, zero)
+			return item(v, &(*items)[len(*items)-1])
+		}
+		return nil
+	})
 }

@@ -185,27 +185,9 @@ func unmarshalPartialObject(b []byte, p *metav1.PartialObjectMetadata) error {
 // items as unmarshalPartial decodes them.
 func unmarshalPartialList(b []byte, l *metav1.PartialObjectMetadataList) error {
 	*l = metav1.PartialObjectMetadataList{}
-	n, err := kubeproto.Count(b, 2)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		l.Items = make([]metav1.PartialObjectMetadata, 0, n)
-	}
 	var buf []byte
-	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			return l.ListMeta.Unmarshal(v)
-		case 2:
-			l.Items = append(l.Items, metav1.PartialObjectMetadata{})
-			var err error
-			buf, err = unmarshalPartial(v, &l.Items[len(l.Items)-1], buf)
-			return err
-		}
-		return nil
+	return kubeproto.List(b, &l.ListMeta, &l.Items, func(v []byte, p *metav1.PartialObjectMetadata) (err error) {
+		buf, err = unmarshalPartial(v, p, buf)
+		return err
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,24 +26,7 @@ var (
 // decodes them.
 func unmarshalList(b []byte, l *corev1.PodList) error {
 	*l = corev1.PodList{}
-	n, err := kubeproto.Count(b, 2)
-	if err != nil {
-		return err
-	}
-	l.Items = make([]corev1.Pod, 0, n)
-	return kubeproto.Fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			return l.ListMeta.Unmarshal(v)
-		case 2:
-			l.Items = append(l.Items, corev1.Pod{})
-			return Unmarshal(v, &l.Items[len(l.Items)-1])
-		}
-		return nil
-	})
+	return kubeproto.List(b, &l.ListMeta, &l.Items, Unmarshal)
 }
 
 // Codecs is the runtime.NegotiatedSerializer of client-go's typed
