@@ -25,9 +25,9 @@ type Result struct {
 	// CPUs is how the processes of a run on servers of its own were laid
 	// out on the CPUs (Config.Pin).
 	CPUs *CPUs `json:"cpus,omitempty"`
-	// Rounds are the rates of every round of the full-speed scenarios
-	// when they ran more than once (Config.Rounds), the first round's
-	// being those of Scenarios.
+	// Rounds are the figures of every round of the full-speed scenarios
+	// and of the half-rate pair when they ran more than once
+	// (Config.Rounds), the first round's being those of Scenarios.
 	Rounds []Round `json:"rounds,omitempty"`
 }
 
@@ -53,14 +53,9 @@ func (r *Result) round(i int) *Round {
 	return &r.Rounds[i]
 }
 
-// record keeps sc's figures in the round.
+// record keeps sc's figures in the round (one of Result.round): the
+// rate of a full-speed scenario, the p99 of every one.
 func (rd *Round) record(name string, sc Scenario) {
-	if rd.PodsPerSecond == nil {
-		rd.PodsPerSecond = map[string]float64{}
-	}
-	if rd.P99 == nil {
-		rd.P99 = map[string]float64{}
-	}
 	if sc.CreateRate == 0 {
 		rd.PodsPerSecond[name] = sc.PodsPerSecond
 	}
