@@ -49,6 +49,27 @@ func Fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte,
 	return nil
 }
 
+// AppendWithout appends to buf the fields of the message in b but those
+// numbered num, each as it lies in b, and returns the extended buf: the
+// message without them, for the generated code to decode.
+func AppendWithout(buf, b []byte, num protowire.Number) ([]byte, error) {
+	for len(b) > 0 {
+		got, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return buf, fmt.Errorf("kubeproto: %w", protowire.ParseError(l))
+		}
+		m := protowire.ConsumeFieldValue(got, typ, b[l:])
+		if m < 0 {
+			return buf, fmt.Errorf("kubeproto: field %d: %w", got, protowire.ParseError(m))
+		}
+		if got != num {
+			buf = append(buf, b[:l+m]...)
+		}
+		b = b[l+m:]
+	}
+	return buf, nil
+}
+
 // Envelope returns the kind and the raw object of an API server protobuf
 // body (raw shares data); ok is false when data is not one, or its
 // object is encoded in a way this package does not read.

@@ -151,22 +151,11 @@ func unmarshalPartial(b []byte, p *metav1.PartialObjectMetadata, buf []byte) ([]
 		if num != 1 || typ != protowire.BytesType {
 			return nil
 		}
-		// Copy every field but the managed fields, then decode them as
-		// the generated code does (its strings do not share buf).
-		buf = buf[:0]
-		for rest := v; len(rest) > 0; {
-			num, typ, l := protowire.ConsumeTag(rest)
-			if l < 0 {
-				return fmt.Errorf("metawatch: object metadata: %w", protowire.ParseError(l))
-			}
-			m := protowire.ConsumeFieldValue(num, typ, rest[l:])
-			if m < 0 {
-				return fmt.Errorf("metawatch: object metadata, field %d: %w", num, protowire.ParseError(m))
-			}
-			if num != managedFieldsNumber {
-				buf = append(buf, rest[:l+m]...)
-			}
-			rest = rest[l+m:]
+		// Every field but the managed fields, decoded as the generated
+		// code does (its strings do not share buf).
+		var err error
+		if buf, err = kubeproto.AppendWithout(buf[:0], v, managedFieldsNumber); err != nil {
+			return fmt.Errorf("metawatch: object metadata: %w", err)
 		}
 		return p.ObjectMeta.Unmarshal(buf)
 	})
