@@ -3,7 +3,6 @@ package metawatch_test
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -74,22 +73,5 @@ func BenchmarkListClaimsMetadata(b *testing.B) {
 			b.Fatalf("listed %d claims, want %d", got, n)
 		}
 	}
-	var cpu [2]time.Duration
-	var bytes [2]uint64
-	b.ResetTimer()
-	for b.Loop() {
-		for i, c := range []metadata.Interface{upstream, ours} {
-			var m0, m1 goruntime.MemStats
-			goruntime.ReadMemStats(&m0)
-			start := cpuTime()
-			list(c)
-			cpu[i] += cpuTime() - start
-			goruntime.ReadMemStats(&m1)
-			bytes[i] += m1.TotalAlloc - m0.TotalAlloc
-		}
-	}
-	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "ours/upstream-cpu")
-	b.ReportMetric(float64(bytes[1])/float64(bytes[0]), "ours/upstream-bytes")
-	b.ReportMetric(float64(bytes[0])/float64(b.N)/(1<<20), "upstream-MiB/list")
-	b.ReportMetric(float64(bytes[1])/float64(b.N)/(1<<20), "ours-MiB/list")
+	metawatch.CompareAlternating(b, "cpu", "list", cpuTime, func() { list(upstream) }, func() { list(ours) })
 }
