@@ -36,13 +36,7 @@ func BenchmarkListClaimsMetadata(b *testing.B) {
 	const n = 3000
 	for i := range n {
 		addr := fmt.Sprintf("10.%d.%d.%d", 40+i/65536, i/256%256, i%256)
-		c := &v1alpha1.AddressClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "list." + addr, Labels: map[string]string{v1alpha1.LabelSubnet: "list", v1alpha1.LabelFamily: "IPv4", v1alpha1.LabelSpecInMetadata: v1alpha1.SpecInMetadataV1}},
-			Spec: v1alpha1.AddressClaimSpec{Subnet: "list", Address: addr, Provider: "ovn",
-				Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "bench", Name: fmt.Sprint("pod-", i)}},
-		}
-		v, _ := v1alpha1.EncodeSpec(&c.Spec)
-		c.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
+		c := testClaim("list", addr, i, true)
 		if _, err := claims.Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}

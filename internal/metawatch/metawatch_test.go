@@ -18,6 +18,23 @@ import (
 	"github.com/shardnet/shardnet/test/harness"
 )
 
+// testClaim is the claim of addr in subnet for pod p<owner> of the
+// default namespace; marked, it carries its spec in its metadata as
+// shardnet writes it.
+func testClaim(subnet, addr string, owner int, marked bool) *v1alpha1.AddressClaim {
+	c := &v1alpha1.AddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: subnet + "." + addr, Labels: map[string]string{v1alpha1.LabelSubnet: subnet, v1alpha1.LabelFamily: "IPv4"}},
+		Spec: v1alpha1.AddressClaimSpec{Subnet: subnet, Address: addr, Provider: "ovn",
+			Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "default", Name: fmt.Sprint("p", owner)}},
+	}
+	if marked {
+		v, _ := v1alpha1.EncodeSpec(&c.Spec)
+		c.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
+		c.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
+	}
+	return c
+}
+
 // TestListPagesAndWatchesFromItsVersion: on a real API server, a list
 // of more objects than a page holds comes whole, every object once, at
 // one resource version (the first page's), whatever version the
@@ -34,18 +51,7 @@ func TestListPagesAndWatchesFromItsVersion(t *testing.T) {
 	defer cancel()
 	claims := kube.Shardnet.ShardnetV1alpha1().AddressClaims()
 	claim := func(i int, marked bool) *v1alpha1.AddressClaim {
-		addr := fmt.Sprintf("10.20.0.%d", i+1)
-		c := &v1alpha1.AddressClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "pages." + addr, Labels: map[string]string{v1alpha1.LabelSubnet: "pages", v1alpha1.LabelFamily: "IPv4"}},
-			Spec: v1alpha1.AddressClaimSpec{Subnet: "pages", Address: addr, Provider: "ovn",
-				Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "default", Name: fmt.Sprint("p", i)}},
-		}
-		if marked {
-			v, _ := v1alpha1.EncodeSpec(&c.Spec)
-			c.Labels[v1alpha1.LabelSpecInMetadata] = v1alpha1.SpecInMetadataV1
-			c.Annotations = map[string]string{v1alpha1.AnnotationSpec: v}
-		}
-		return c
+		return testClaim("pages", fmt.Sprintf("10.20.0.%d", i+1), i, marked)
 	}
 	for i := range 7 {
 		if _, err := claims.Create(ctx, claim(i, i%3 != 0), metav1.CreateOptions{}); err != nil {
@@ -116,13 +122,9 @@ func TestClientAsClientGoButManagedFields(t *testing.T) {
 	defer cancel()
 	claims := kube.Shardnet.ShardnetV1alpha1().AddressClaims()
 	claim := func(i int) *v1alpha1.AddressClaim {
-		addr := fmt.Sprintf("10.30.0.%d", i+1)
-		return &v1alpha1.AddressClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "wire." + addr, Labels: map[string]string{v1alpha1.LabelSubnet: "wire"},
-				Annotations: map[string]string{"note": fmt.Sprint(i)}, Finalizers: []string{"shardnet.io/test"}},
-			Spec: v1alpha1.AddressClaimSpec{Subnet: "wire", Address: addr, Provider: "ovn",
-				Owner: v1alpha1.ClaimOwner{Kind: v1alpha1.OwnerPod, Namespace: "default", Name: fmt.Sprint("p", i)}},
-		}
+		c := testClaim("wire", fmt.Sprintf("10.30.0.%d", i+1), i, false)
+		c.Annotations, c.Finalizers = map[string]string{"note": fmt.Sprint(i)}, []string{"shardnet.io/test"}
+		return c
 	}
 	for i := range 5 {
 		if _, err := claims.Create(ctx, claim(i), metav1.CreateOptions{}); err != nil {
