@@ -352,23 +352,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Scenarios = append(res.Scenarios, sc)
 		return nil
 	}
-	full := []spec{
+	// measureAll measures the wanted scenarios of specs in order; with
+	// rounds, they then run as many rounds as Config.Rounds asks.
+	measureAll := func(specs []spec, rounds bool) error {
+		for _, sp := range specs {
+			if wanted(sp.name) {
+				if err := measure(sp); err != nil {
+					return err
+				}
+			}
+		}
+		if rounds && cfg.Rounds > 1 {
+			return moreRounds(ctx, cfg, specs, res)
+		}
+		return nil
+	}
+	if err := measureAll([]spec{
 		{name: "raw", raw: true},
 		{name: "shardnet-1", replicas: 1, shards: 64, batching: true},
 		{name: "shardnet-3", replicas: 3, shards: 64, batching: true},
 		{name: "baseline", replicas: 1, shards: 1, batching: false},
-	}
-	for _, sp := range full {
-		if wanted(sp.name) {
-			if err := measure(sp); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if cfg.Rounds > 1 {
-		if err := moreRounds(ctx, cfg, full, res); err != nil {
-			return nil, err
-		}
+	}, true); err != nil {
+		return nil, err
 	}
 	halfRate := cfg.HalfRate
 	if three, ok := res.Scenario("shardnet-3"); ok && halfRate == 0 {
@@ -378,43 +383,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	// The raw writer and shardnet at half rate run back to back, so that
-	// the p99 ratio is of two figures measured side by side; then the
-	// same pair near the 3-replica rate.
-	nearRate := 2 * halfRate * NearRateFraction
-	half := []spec{
-		{name: RawHalfScenario, raw: true, rate: halfRate},
-		{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: halfRate},
-	}
-	near := []spec{
-		{name: RawNearScenario, raw: true, rate: nearRate},
-		{name: NearRateScenario, replicas: 3, shards: 64, batching: true, rate: nearRate},
-	}
-	for i, sp := range slices.Concat(half, near) {
-		if wanted(sp.name) && sp.rate > 0 {
-			if err := measure(sp); err != nil {
-				return nil, err
-			}
+	// the p99 ratio is of two figures measured side by side, and as many
+	// rounds as the full-speed scenarios, since that ratio is guarded;
+	// then the same pair near the 3-replica rate, once.
+	if halfRate > 0 {
+		nearRate := 2 * halfRate * NearRateFraction
+		if err := measureAll([]spec{
+			{name: RawHalfScenario, raw: true, rate: halfRate},
+			{name: HalfRateScenario, replicas: 3, shards: 64, batching: true, rate: halfRate},
+		}, true); err != nil {
+			return nil, err
 		}
-		// The half-rate pair's p99 ratio is guarded: it runs as many
-		// rounds as the full-speed scenarios, each pair back to back.
-		if i == len(half)-1 && cfg.Rounds > 1 && halfRate > 0 {
-			if err := moreRounds(ctx, cfg, half, res); err != nil {
-				return nil, err
-			}
+		if err := measureAll([]spec{
+			{name: RawNearScenario, raw: true, rate: nearRate},
+			{name: NearRateScenario, replicas: 3, shards: 64, batching: true, rate: nearRate},
+		}, false); err != nil {
+			return nil, err
 		}
 	}
 	// The attach pair runs last and back to back, so that its ratio is of
 	// two figures measured side by side like the others.
-	for _, sp := range []spec{
+	if err := measureAll([]spec{
 		{name: RawAttachScenario, raw: true, attach: true},
 		{name: AttachScenario, replicas: 3, shards: 64, batching: true, attach: true},
 		{name: PortsScenario, replicas: 3, shards: 64, batching: true, ports: true},
-	} {
-		if wanted(sp.name) {
-			if err := measure(sp); err != nil {
-				return nil, err
-			}
-		}
+	}, false); err != nil {
+		return nil, err
 	}
 	if err := finish(ctx, cfg, res); err != nil {
 		return nil, err
